@@ -1,0 +1,1 @@
+-- reserved: filled by the issue that owns this part of the schema

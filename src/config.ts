@@ -1,0 +1,133 @@
+import { hostname } from "node:os";
+
+/** The one typed configuration. Nothing else reads process.env. */
+export interface Config {
+  db: string;
+  host: string;
+  port: number;
+  publicUrl: string;
+  hostname: string;
+  jwtSecret?: string;
+  disableSignups: boolean;
+  dnsServers: string[];
+  mxPort: number;
+  smtpRelay?: string;
+  inboundSmtpPort: number;
+  systemFrom?: string;
+  rateLimit: number;
+  idempotencyTtlHours: number;
+  domainCheckIntervalMs: number;
+  retryScheduleMs: number[];
+  logRequests: boolean;
+  allowPrivateWebhooks: boolean;
+  metricsToken?: string;
+}
+
+interface Option {
+  key: keyof Config;
+  env: string;
+  flag: string;
+  help: string;
+  parse: (raw: string) => unknown;
+}
+
+const str = (s: string) => s;
+const bool = (s: string) => /^(1|true|yes|on)$/i.test(s.trim());
+const int = (name: string) => (s: string) => {
+  const n = Number(s);
+  if (!Number.isInteger(n) || n < 0) throw new ConfigError(`${name} must be a non-negative integer, got "${s}"`);
+  return n;
+};
+const list = (s: string) => s.split(",").map((x) => x.trim()).filter(Boolean);
+
+export class ConfigError extends Error {}
+
+/** Parses "90s", "5m", "1h", "2d", "500ms" or a bare number of seconds. */
+export function parseDuration(s: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$/i.exec(s);
+  if (!m) throw new ConfigError(`invalid duration "${s}" (use e.g. 30s, 5m, 1h, 2d)`);
+  const n = Number(m[1]);
+  const unit = (m[2] ?? "s").toLowerCase();
+  const factor = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[unit]!;
+  return Math.round(n * factor);
+}
+
+export const OPTIONS: Option[] = [
+  { key: "db", env: "MAILSVC_DB", flag: "--db", help: "SQLite file (created with its folder)", parse: str },
+  { key: "host", env: "MAILSVC_HOST", flag: "--host", help: "HTTP listen address", parse: str },
+  { key: "port", env: "MAILSVC_PORT", flag: "--port", help: "HTTP port", parse: int("port") },
+  { key: "publicUrl", env: "MAILSVC_PUBLIC_URL", flag: "--public-url", help: "base of tracking, unsubscribe and upload URLs", parse: (s) => s.replace(/\/+$/, "") },
+  { key: "hostname", env: "MAILSVC_HOSTNAME", flag: "--hostname", help: "HELO name, Message-ID domain, MX target of bounce domains", parse: str },
+  { key: "jwtSecret", env: "MAILSVC_JWT_SECRET", flag: "--jwt-secret", help: "session signing key (default: generated once, stored in the DB)", parse: str },
+  { key: "disableSignups", env: "MAILSVC_DISABLE_SIGNUPS", flag: "--disable-signups", help: "make /auth/signup answer 403", parse: bool },
+  { key: "dnsServers", env: "MAILSVC_DNS_SERVERS", flag: "--dns-servers", help: "comma list of host[:port] for MX/TXT/verification lookups", parse: list },
+  { key: "mxPort", env: "MAILSVC_MX_PORT", flag: "--mx-port", help: "port used when delivering to an MX host", parse: int("mx port") },
+  { key: "smtpRelay", env: "MAILSVC_SMTP_RELAY", flag: "--smtp-relay", help: "smtp[s]://user:pass@host:port relay for all outbound mail", parse: str },
+  { key: "inboundSmtpPort", env: "MAILSVC_INBOUND_SMTP_PORT", flag: "--inbound-smtp-port", help: "inbound SMTP listener port (0 = off)", parse: int("inbound smtp port") },
+  { key: "systemFrom", env: "MAILSVC_SYSTEM_FROM", flag: "--system-from", help: "sender of account emails", parse: str },
+  { key: "rateLimit", env: "MAILSVC_RATE_LIMIT", flag: "--rate-limit", help: "API requests per minute per project", parse: int("rate limit") },
+  { key: "idempotencyTtlHours", env: "MAILSVC_IDEMPOTENCY_TTL_HOURS", flag: "--idempotency-ttl-hours", help: "how long an Idempotency-Key is remembered", parse: int("idempotency ttl") },
+  { key: "domainCheckIntervalMs", env: "MAILSVC_DOMAIN_CHECK_INTERVAL", flag: "--domain-check-interval", help: "background DNS re-verification interval", parse: parseDuration },
+  { key: "retryScheduleMs", env: "MAILSVC_RETRY_SCHEDULE", flag: "--retry-schedule", help: "waits between delivery attempts after a deferral", parse: (s) => list(s).map(parseDuration) },
+  { key: "logRequests", env: "MAILSVC_LOG_REQUESTS", flag: "--log-requests", help: "one log line per HTTP request", parse: bool },
+  { key: "allowPrivateWebhooks", env: "MAILSVC_ALLOW_PRIVATE_WEBHOOKS", flag: "--allow-private-webhooks", help: "let workflow webhooks reach loopback/private addresses", parse: bool },
+  { key: "metricsToken", env: "MAILSVC_METRICS_TOKEN", flag: "--metrics-token", help: "bearer token required by /metrics", parse: str },
+];
+
+export const DEFAULT_RETRY_SCHEDULE = "5m,15m,1h,3h,6h,12h,24h,24h,24h";
+
+function defaults(): Omit<Config, "publicUrl"> & { publicUrl?: string } {
+  return {
+    db: "./data/mailsvc.db",
+    host: "0.0.0.0",
+    port: 3000,
+    hostname: hostname() || "localhost",
+    disableSignups: false,
+    dnsServers: [],
+    mxPort: 25,
+    inboundSmtpPort: 0,
+    rateLimit: 1000,
+    idempotencyTtlHours: 24,
+    domainCheckIntervalMs: 5 * 60_000,
+    retryScheduleMs: list(DEFAULT_RETRY_SCHEDULE).map(parseDuration),
+    logRequests: true,
+    allowPrivateWebhooks: false,
+  };
+}
+
+/**
+ * Builds the config from defaults, then environment, then flags (flags win).
+ * `overrides` lets tests and the harness pass values directly.
+ */
+export function loadConfig(
+  env: Record<string, string | undefined> = process.env,
+  flags: Record<string, string> = {},
+  overrides: Partial<Config> = {},
+): Config {
+  const cfg: Record<string, unknown> = { ...defaults() };
+  for (const opt of OPTIONS) {
+    const fromFlag = flags[opt.flag];
+    const fromEnv = env[opt.env];
+    const raw = fromFlag ?? fromEnv;
+    if (raw !== undefined && raw !== "") cfg[opt.key] = opt.parse(raw);
+  }
+  Object.assign(cfg, overrides);
+  if (!cfg.publicUrl) cfg.publicUrl = `http://localhost:${cfg.port}`;
+  return cfg as unknown as Config;
+}
+
+/** Splits argv into positional words and `--flag value` / `--flag=value` / boolean `--flag` pairs. */
+export function parseArgv(argv: string[]): { positional: string[]; flags: Record<string, string> } {
+  const positional: string[] = [];
+  const flags: Record<string, string> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a.startsWith("--")) {
+      const eq = a.indexOf("=");
+      if (eq > 0) flags[a.slice(0, eq)] = a.slice(eq + 1);
+      else if (i + 1 < argv.length && !argv[i + 1]!.startsWith("--")) flags[a] = argv[++i]!;
+      else flags[a] = "true";
+    } else positional.push(a);
+  }
+  return { positional, flags };
+}

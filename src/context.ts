@@ -1,0 +1,53 @@
+import type { Kysely } from "kysely";
+import type { Clock } from "./clock";
+import type { Config } from "./config";
+import type { DB, Store } from "./db";
+import type { Logger } from "./http/logger";
+import type { KeyCache } from "./http/keys";
+import type { RateLimiter } from "./http/rate-limit";
+import type { JobQueue } from "./jobs/queue";
+import type { Schedules } from "./jobs/schedules";
+
+/**
+ * Everything a service needs, built once per running instance by server.ts and passed down
+ * explicitly (tests run several instances in one process, each with its own file and clock).
+ */
+export interface AppContext {
+  config: Config;
+  store: Store;
+  db: Kysely<DB>;
+  clock: Clock;
+  log: Logger;
+  jobs: JobQueue;
+  schedules: Schedules;
+  keys: KeyCache;
+  rateLimiter: RateLimiter;
+  jwtSecret: string;
+  /** Late-bound services that lower layers call into without importing modules (set by server.ts). */
+  hooks: Hooks;
+}
+
+/**
+ * Explicit call-outs between modules that would otherwise import upward. Each is set once, at
+ * assembly, by the module that implements it; callers treat a missing one as "feature not present".
+ */
+export interface Hooks {
+  /** Called after a client or system event is recorded for a contact (workflows start here). */
+  onEvent?: (ctx: AppContext, ev: { projectId: string; contactId: string; eventId: string; name: string; data: Record<string, unknown> }) => Promise<void>;
+  /** Sends an account email (verification, reset) through the delivery engine; absent until it exists. */
+  sendAccountEmail?: (ctx: AppContext, msg: { to: string; subject: string; html: string; text: string }) => Promise<void>;
+  /** Where a custom contact field is referenced, per module (segments, campaigns, workflows). */
+  fieldUsage: Array<(ctx: AppContext, projectId: string, field: string) => Promise<Record<string, unknown[]>>>;
+  /** Where an event name is referenced, per module. */
+  eventUsage: Array<(ctx: AppContext, projectId: string, name: string) => Promise<Record<string, unknown[]>>>;
+  /** Where a template is referenced, per module. */
+  templateUsage: Array<(ctx: AppContext, projectId: string, templateId: string) => Promise<Record<string, unknown[]>>>;
+  /** Counts for /projects/:id/setup-state, per module. */
+  setupState: Array<(ctx: AppContext, projectId: string) => Promise<Record<string, unknown>>>;
+  /** Bounce and complaint rates for /security (delivery engine). */
+  security?: (ctx: AppContext, projectId: string) => Promise<Record<string, unknown>>;
+  /** Deletes a project's data beyond the foundation tables (project reset), per module. */
+  resetProject: Array<(ctx: AppContext, projectId: string) => Promise<void>>;
+}
+
+export const emptyHooks = (): Hooks => ({ fieldUsage: [], eventUsage: [], templateUsage: [], setupState: [], resetProject: [] });

@@ -1,0 +1,56 @@
+import { Database } from "bun:sqlite";
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import { Kysely } from "kysely";
+import { BunSqliteDialect } from "./bun-sqlite-dialect";
+import type { DB } from "./schema";
+
+export type { DB } from "./schema";
+
+/**
+ * The data layer's handle. `db` is Kysely (async, serialized on one connection).
+ * Hot paths may use `sqlite` prepared statements directly, but only inside `exclusive`,
+ * which holds the same lock Kysely transactions hold: a raw statement must never land
+ * inside somebody else's open transaction.
+ */
+export interface Store {
+  sqlite: Database;
+  db: Kysely<DB>;
+  exclusive<T>(fn: (sqlite: Database) => T): Promise<T>;
+  close(): void;
+}
+
+export function openStore(path: string): Store {
+  if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+  const sqlite = new Database(path, { create: true, strict: true });
+  sqlite.exec("PRAGMA journal_mode = WAL");
+  sqlite.exec("PRAGMA synchronous = NORMAL");
+  sqlite.exec("PRAGMA foreign_keys = ON");
+  sqlite.exec("PRAGMA busy_timeout = 5000");
+  sqlite.exec("PRAGMA temp_store = MEMORY");
+  sqlite.exec("PRAGMA cache_size = -65536");
+  sqlite.exec("PRAGMA wal_autocheckpoint = 2000");
+  const dialect = new BunSqliteDialect(sqlite);
+  const db = new Kysely<DB>({ dialect });
+  let closed = false;
+  return {
+    sqlite,
+    db,
+    async exclusive(fn) {
+      await dialect.mutex.lock();
+      try {
+        return fn(sqlite);
+      } finally {
+        dialect.mutex.unlock();
+      }
+    },
+    close() {
+      if (closed) return;
+      closed = true;
+      try {
+        sqlite.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+      } catch {}
+      sqlite.close();
+    },
+  };
+}

@@ -1,0 +1,16 @@
+// Migrations are embedded in the binary as text. Forward-only; add new files at the end.
+import m001 from "../../migrations/001_foundation.sql" with { type: "text" };
+import m002 from "../../migrations/002_audience.sql" with { type: "text" };
+import m003 from "../../migrations/003_senders_templates.sql" with { type: "text" };
+import m004 from "../../migrations/004_delivery.sql" with { type: "text" };
+import m005 from "../../migrations/005_feedback.sql" with { type: "text" };
+import m006 from "../../migrations/006_observability.sql" with { type: "text" };
+
+export const MIGRATIONS: { name: string; sql: string }[] = [
+  { name: "001_foundation", sql: m001 },
+  { name: "002_audience", sql: m002 },
+  { name: "003_senders_templates", sql: m003 },
+  { name: "004_delivery", sql: m004 },
+  { name: "005_feedback", sql: m005 },
+  { name: "006_observability", sql: m006 },
+];

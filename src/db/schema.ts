@@ -1,0 +1,9 @@
+import type { FoundationTables } from "./tables/foundation";
+import type { AudienceTables } from "./tables/audience";
+import type { SenderTables } from "./tables/senders";
+import type { DeliveryTables } from "./tables/delivery";
+import type { FeedbackTables } from "./tables/feedback";
+import type { ObservabilityTables } from "./tables/observability";
+
+/** The whole database as Kysely sees it; each part lives beside its migration's owner. */
+export interface DB extends FoundationTables, AudienceTables, SenderTables, DeliveryTables, FeedbackTables, ObservabilityTables {}

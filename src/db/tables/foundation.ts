@@ -1,0 +1,74 @@
+export interface SettingsTable {
+  key: string;
+  value: string;
+}
+export interface UsersTable {
+  id: string;
+  email: string;
+  password_hash: string;
+  email_verified_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+export interface ProjectsTable {
+  id: string;
+  name: string;
+  public_key: string;
+  secret_key: string;
+  disabled: number;
+  disabled_reason: string | null;
+  tracking: string;
+  created_at: number;
+  updated_at: number;
+}
+export interface ProjectMembersTable {
+  project_id: string;
+  user_id: string;
+  role: string;
+  created_at: number;
+}
+export interface AccountTokensTable {
+  token_hash: string;
+  user_id: string;
+  kind: string;
+  expires_at: number;
+  used_at: number | null;
+  created_at: number;
+}
+export interface IdempotencyKeysTable {
+  project_id: string;
+  key: string;
+  method: string;
+  path: string;
+  status_code: number | null;
+  created_at: number;
+}
+export interface JobsTable {
+  id: string;
+  type: string;
+  project_id: string | null;
+  state: string;
+  payload: string;
+  checkpoint: string | null;
+  progress: number;
+  result: string | null;
+  error: string | null;
+  attempts: number;
+  max_attempts: number;
+  run_at: number;
+  lease_until: number | null;
+  dedupe_key: string | null;
+  created_at: number;
+  updated_at: number;
+  finished_at: number | null;
+}
+
+export interface FoundationTables {
+  settings: SettingsTable;
+  users: UsersTable;
+  projects: ProjectsTable;
+  project_members: ProjectMembersTable;
+  account_tokens: AccountTokensTable;
+  idempotency_keys: IdempotencyKeysTable;
+  jobs: JobsTable;
+}

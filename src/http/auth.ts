@@ -1,0 +1,157 @@
+import { jwt } from "@elysiajs/jwt";
+import { Elysia } from "elysia";
+import type { AppContext } from "../context";
+import { AppError, forbidden, invalidApiKey, unauthorized } from "./errors";
+
+/**
+ * How a route is authenticated:
+ * - `secret`:  the project's secret key, or a session cookie plus `X-Project-Id` of a project the user belongs to.
+ * - `track`:   like `secret`, and the public key is accepted too (/v1/track, /events/track).
+ * - `apiOnly`: the secret key only (public API paths such as /v1/send, /v1/verify).
+ * - `session`: a logged-in user (no project).
+ * - `optionalProject`: a secret key, or a session with or without `X-Project-Id` (routes that name the project themselves).
+ */
+export type AuthMode = "secret" | "track" | "apiOnly" | "session" | "optionalProject";
+
+export interface AuthInfo {
+  /** Set for every mode except `session` (and `optionalProject` without a project). */
+  projectId: string;
+  via: "secret" | "public" | "session";
+  userId: string | null;
+  role: string | null;
+}
+
+export const SESSION_COOKIE = "token";
+export const SESSION_TTL_SECONDS = 7 * 24 * 3600;
+
+const cache = new WeakMap<AppContext, ReturnType<typeof build>>();
+
+/** The auth plugin of one running instance (memoised so every module router shares it). */
+export function authPlugin(ctx: AppContext) {
+  let p = cache.get(ctx);
+  if (!p) cache.set(ctx, (p = build(ctx)));
+  return p;
+}
+
+function bearer(h: string | undefined): string | null {
+  if (!h) return null;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(h);
+  return m ? m[1]! : null;
+}
+
+function build(ctx: AppContext) {
+  return new Elysia({ name: "mailsvc-auth", seed: ctx.jwtSecret.slice(0, 8) + ctx.config.db })
+    .use(jwt({ name: "jwt", secret: ctx.jwtSecret, exp: `${SESSION_TTL_SECONDS}s` }))
+    .macro({
+      auth: (mode: AuthMode) => ({
+        async resolve({ request, cookie, jwt, set }) {
+          const auth = await authenticate(ctx, mode, request, cookie[SESSION_COOKIE]?.value as string | undefined, jwt);
+          if (auth.projectId) applyRateLimit(ctx, auth.projectId, set.headers as Record<string, string>);
+          return { auth };
+        },
+      }),
+    })
+    .as("global");
+}
+
+async function authenticate(
+  ctx: AppContext,
+  mode: AuthMode,
+  request: Request,
+  token: string | undefined,
+  jwt: { verify: (t?: string) => Promise<false | Record<string, unknown>> },
+): Promise<AuthInfo> {
+  const key = bearer(request.headers.get("authorization") ?? undefined);
+  if (key) {
+    if (mode === "session") throw unauthorized("This endpoint needs a dashboard session (log in first)");
+    const found = await ctx.keys.resolve(key);
+    if (!found) throw invalidApiKey("Invalid API key");
+    if (found.kind === "public" && mode !== "track") {
+      throw invalidApiKey("A public key (pk_…) is accepted only by /v1/track; use the secret key (sk_…)");
+    }
+    if (found.disabled) throw projectDisabled(found.disabledReason);
+    return { projectId: found.projectId, via: found.kind, userId: null, role: null };
+  }
+  if (request.headers.get("authorization")) throw invalidApiKey("Malformed Authorization header; expected 'Bearer <key>'");
+
+  if (mode === "apiOnly") throw invalidApiKey("Missing API key: send 'Authorization: Bearer <secret key>'");
+  if (!token) {
+    if (mode === "session") throw unauthorized("Not logged in");
+    throw invalidApiKey("Missing API key: send 'Authorization: Bearer <secret key>'");
+  }
+  const payload = await jwt.verify(token);
+  if (!payload || typeof payload.sub !== "string") throw unauthorized("Session expired or invalid; log in again");
+  const userId = payload.sub;
+  const user = await ctx.db.selectFrom("users").select("id").where("id", "=", userId).executeTakeFirst();
+  if (!user) throw unauthorized("Session user no longer exists");
+  checkCsrf(ctx, request);
+
+  if (mode === "session") return { projectId: "", via: "session", userId, role: null };
+  const projectId = request.headers.get("x-project-id");
+  if (!projectId) {
+    if (mode === "optionalProject") return { projectId: "", via: "session", userId, role: null };
+    throw new AppError(400, "BAD_REQUEST", "Send the X-Project-Id header to choose the project for this session request");
+  }
+  const m = await membership(ctx, projectId, userId);
+  if (!m) throw forbidden("You are not a member of this project");
+  if (m.disabled) throw projectDisabled(m.disabled_reason);
+  return { projectId, via: "session", userId, role: m.role };
+}
+
+export function membership(ctx: AppContext, projectId: string, userId: string) {
+  return ctx.db
+    .selectFrom("project_members as m")
+    .innerJoin("projects as p", "p.id", "m.project_id")
+    .select(["m.role", "p.disabled", "p.disabled_reason"])
+    .where("m.project_id", "=", projectId)
+    .where("m.user_id", "=", userId)
+    .executeTakeFirst();
+}
+
+function projectDisabled(reason: string | null) {
+  return new AppError(403, "PROJECT_DISABLED", `This project is disabled${reason ? ` (${reason})` : ""}`, {
+    details: reason ? { reason } : undefined,
+  });
+}
+
+/**
+ * Cookie-authenticated writes must come from our own origin. SameSite=Lax already stops most
+ * cross-site posts; this closes the rest (old browsers, same-site subdomains).
+ */
+function checkCsrf(ctx: AppContext, request: Request) {
+  if (request.method === "GET" || request.method === "HEAD" || request.method === "OPTIONS") return;
+  const origin = request.headers.get("origin");
+  if (!origin) return;
+  let originHost: string;
+  try {
+    originHost = new URL(origin).host;
+  } catch {
+    throw forbidden("Cross-origin request refused");
+  }
+  const host = request.headers.get("host");
+  const publicHost = (() => {
+    try {
+      return new URL(ctx.config.publicUrl).host;
+    } catch {
+      return "";
+    }
+  })();
+  if (originHost !== host && originHost !== publicHost) throw forbidden("Cross-origin request refused");
+}
+
+function applyRateLimit(ctx: AppContext, projectId: string, headers: Record<string, string>) {
+  const d = ctx.rateLimiter.hit(projectId);
+  const rl = {
+    "RateLimit-Limit": String(d.limit),
+    "RateLimit-Remaining": String(d.remaining),
+    "RateLimit-Reset": String(d.resetSeconds),
+  };
+  Object.assign(headers, rl);
+  if (!d.allowed) {
+    throw new AppError(429, "RATE_LIMIT_EXCEEDED", `Rate limit of ${d.limit} requests per minute exceeded`, {
+      details: { limit: d.limit, retryAfterSeconds: d.resetSeconds },
+      suggestion: "Wait for the number of seconds in the Retry-After header before retrying.",
+      headers: { ...rl, "Retry-After": String(d.resetSeconds) },
+    });
+  }
+}

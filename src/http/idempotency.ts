@@ -1,0 +1,81 @@
+import { iso } from "../clock";
+import type { AppContext } from "../context";
+import { AppError, invalidField } from "./errors";
+
+const KEY_RE = /^[\x20-\x7e]{1,255}$/;
+
+/**
+ * Runs `work` at most once per (project, Idempotency-Key) within the TTL.
+ * The key row is inserted before the work starts; SQLite serialises the insert, so of two
+ * simultaneous requests with one key exactly one wins and the other gets 409. A failed request
+ * releases its key (nothing was performed), so the client may retry with the same key.
+ * Rows still without a status after a crash are cleared at start-up (see clearUnfinishedKeys).
+ */
+export async function withIdempotency<T>(
+  ctx: AppContext,
+  projectId: string,
+  rawKey: string | null | undefined,
+  request: { method: string; path: string },
+  work: () => Promise<T>,
+  successStatus = 200,
+): Promise<T> {
+  if (rawKey === null || rawKey === undefined) return work();
+  if (!KEY_RE.test(rawKey)) {
+    throw invalidField("Idempotency-Key", "Idempotency-Key must be 1 to 255 printable ASCII characters", "invalid_string", rawKey.slice(0, 255));
+  }
+  const key = rawKey;
+  const now = ctx.clock.now();
+  const ttlMs = ctx.config.idempotencyTtlHours * 3_600_000;
+  const existing = await ctx.store.exclusive((sqlite) =>
+    sqlite.transaction(() => {
+      sqlite
+        .query("DELETE FROM idempotency_keys WHERE project_id = ? AND key = ? AND created_at <= ?")
+        .run(projectId, key, now - ttlMs);
+      const ins = sqlite
+        .query(
+          "INSERT INTO idempotency_keys (project_id, key, method, path, status_code, created_at) VALUES (?, ?, ?, ?, NULL, ?) ON CONFLICT DO NOTHING",
+        )
+        .run(projectId, key, request.method, request.path, now);
+      if (ins.changes > 0) return null;
+      return sqlite
+        .query<{ method: string; path: string; status_code: number | null; created_at: number }, [string, string]>(
+          "SELECT method, path, status_code, created_at FROM idempotency_keys WHERE project_id = ? AND key = ?",
+        )
+        .get(projectId, key);
+    })(),
+  );
+  if (existing) {
+    throw new AppError(409, "IDEMPOTENCY_KEY_REUSED", "This Idempotency-Key was already used; the request was not performed again", {
+      details: {
+        key,
+        originalRequest: `${existing.method} ${existing.path}`,
+        originalRequestAt: iso(existing.created_at),
+        originalStatusCode: existing.status_code,
+      },
+      suggestion: "Use a new Idempotency-Key for a new request.",
+    });
+  }
+  try {
+    const result = await work();
+    await ctx.db
+      .updateTable("idempotency_keys")
+      .set({ status_code: successStatus })
+      .where("project_id", "=", projectId)
+      .where("key", "=", key)
+      .execute();
+    return result;
+  } catch (e) {
+    await ctx.db.deleteFrom("idempotency_keys").where("project_id", "=", projectId).where("key", "=", key).execute();
+    throw e;
+  }
+}
+
+/** At start-up: keys whose request never finished (the process died) are released. */
+export async function clearUnfinishedKeys(ctx: AppContext): Promise<void> {
+  await ctx.db.deleteFrom("idempotency_keys").where("status_code", "is", null).execute();
+}
+
+export async function purgeExpiredKeys(ctx: AppContext): Promise<void> {
+  const cutoff = ctx.clock.now() - ctx.config.idempotencyTtlHours * 3_600_000;
+  await ctx.db.deleteFrom("idempotency_keys").where("created_at", "<=", cutoff).execute();
+}

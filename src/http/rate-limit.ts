@@ -1,0 +1,35 @@
+import type { Clock } from "../clock";
+
+export interface RateDecision {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  resetSeconds: number;
+}
+
+/**
+ * Fixed one-minute window per project, in memory (one process owns the service).
+ * The counter is per project, so all keys and sessions of a project share it.
+ */
+export class RateLimiter {
+  private windows = new Map<string, { start: number; count: number }>();
+  constructor(private readonly limit: number, private readonly clock: Clock, private readonly windowMs = 60_000) {}
+
+  hit(projectId: string): RateDecision {
+    const now = this.clock.now();
+    let w = this.windows.get(projectId);
+    if (!w || now - w.start >= this.windowMs) {
+      w = { start: now, count: 0 };
+      this.windows.set(projectId, w);
+      if (this.windows.size > 10_000) this.sweep(now);
+    }
+    const resetSeconds = Math.max(1, Math.ceil((w.start + this.windowMs - now) / 1000));
+    if (w.count >= this.limit) return { allowed: false, limit: this.limit, remaining: 0, resetSeconds };
+    w.count++;
+    return { allowed: true, limit: this.limit, remaining: this.limit - w.count, resetSeconds };
+  }
+
+  private sweep(now: number) {
+    for (const [k, w] of this.windows) if (now - w.start >= this.windowMs) this.windows.delete(k);
+  }
+}

@@ -1,0 +1,255 @@
+import type { Kysely, Transaction } from "kysely";
+import type { Clock } from "../clock";
+import type { DB } from "../db";
+import type { Logger } from "../http/logger";
+
+export type JobState = "waiting" | "active" | "completed" | "failed";
+
+export interface JobRunContext<P = any, C = any> {
+  id: string;
+  type: string;
+  projectId: string | null;
+  payload: P;
+  /** What the handler saved last time it ran (null on the first run): a restarted job resumes from here. */
+  checkpoint: C | null;
+  attempt: number;
+  /** Persists progress (0-100) and a resume point; also extends the lease. */
+  save(progress: number, checkpoint?: C): Promise<void>;
+}
+
+export type JobHandler = (job: JobRunContext) => Promise<unknown>;
+
+export interface EnqueueOptions {
+  projectId?: string | null;
+  runAt?: number;
+  maxAttempts?: number;
+  /** While a job with this key is waiting, enqueueing another is a no-op returning the existing id. */
+  dedupeKey?: string;
+  /** Enqueue inside the caller's transaction (persist-first). */
+  trx?: Transaction<DB>;
+}
+
+export interface JobsOptions {
+  concurrency?: number;
+  pollMs?: number;
+  leaseMs?: number;
+}
+
+/**
+ * The durable job loop. Jobs are rows with run_at; a claim is one UPDATE … RETURNING that moves
+ * due rows to `active` with a lease. A throw is retried with exponential backoff until
+ * max_attempts, then `failed`. On start, jobs left `active` by a dead process go back to `waiting`
+ * (one process owns the queue) and resume from their checkpoint.
+ */
+export class JobQueue {
+  private handlers = new Map<string, JobHandler>();
+  private running = 0;
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private stopped = true;
+  private inflight = new Set<Promise<void>>();
+  private readonly concurrency: number;
+  private readonly pollMs: number;
+  private readonly leaseMs: number;
+
+  constructor(
+    private readonly db: Kysely<DB>,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    opts: JobsOptions = {},
+  ) {
+    this.concurrency = opts.concurrency ?? 4;
+    this.pollMs = opts.pollMs ?? 250;
+    this.leaseMs = opts.leaseMs ?? 60_000;
+  }
+
+  register(type: string, handler: JobHandler): void {
+    this.handlers.set(type, handler);
+  }
+
+  async enqueue(type: string, payload: unknown, opts: EnqueueOptions = {}): Promise<string> {
+    const now = this.clock.now();
+    const db = opts.trx ?? this.db;
+    if (opts.dedupeKey) {
+      const existing = await db
+        .selectFrom("jobs")
+        .select("id")
+        .where("dedupe_key", "=", opts.dedupeKey)
+        .where("state", "=", "waiting")
+        .executeTakeFirst();
+      if (existing) return existing.id;
+    }
+    const id = Bun.randomUUIDv7();
+    await db
+      .insertInto("jobs")
+      .values({
+        id,
+        type,
+        project_id: opts.projectId ?? null,
+        state: "waiting",
+        payload: JSON.stringify(payload ?? {}),
+        run_at: opts.runAt ?? now,
+        max_attempts: opts.maxAttempts ?? 5,
+        dedupe_key: opts.dedupeKey ?? null,
+        created_at: now,
+        updated_at: now,
+      })
+      .execute();
+    if (!opts.trx) this.wake();
+    return id;
+  }
+
+  async get(id: string) {
+    return this.db.selectFrom("jobs").selectAll().where("id", "=", id).executeTakeFirst();
+  }
+
+  /** Cancels a waiting job; returns false when it is not waiting any more. */
+  async cancel(id: string): Promise<boolean> {
+    const r = await this.db
+      .updateTable("jobs")
+      .set({ state: "failed", error: "cancelled", finished_at: this.clock.now(), updated_at: this.clock.now() })
+      .where("id", "=", id)
+      .where("state", "=", "waiting")
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
+  }
+
+  async start(): Promise<void> {
+    const now = this.clock.now();
+    await this.db
+      .updateTable("jobs")
+      .set({ state: "waiting", lease_until: null, updated_at: now })
+      .where("state", "=", "active")
+      .execute();
+    this.stopped = false;
+    this.schedule(0);
+  }
+
+  /** Stops claiming and waits for running handlers to finish. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await Promise.allSettled([...this.inflight]);
+  }
+
+  wake(): void {
+    if (!this.stopped) this.schedule(0);
+  }
+
+  private schedule(ms: number) {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.tick()
+        .catch((e) => this.log.error("job loop tick failed", { error: String(e) }))
+        .finally(() => {
+          if (!this.stopped && !this.timer) this.schedule(this.pollMs);
+        });
+    }, ms);
+  }
+
+  /** Claims and starts every due job up to the concurrency cap. Returns how many were started. */
+  async tick(): Promise<number> {
+    const free = this.concurrency - this.running;
+    if (free <= 0) return 0;
+    const now = this.clock.now();
+    const types = [...this.handlers.keys()];
+    if (!types.length) return 0;
+    const claimed = await this.db
+      .updateTable("jobs")
+      .set({ state: "active", lease_until: now + this.leaseMs, updated_at: now, attempts: (eb) => eb("attempts", "+", 1) })
+      .where("id", "in", (qb) =>
+        qb
+          .selectFrom("jobs")
+          .select("id")
+          .where((eb) =>
+            eb.or([
+              eb.and([eb("state", "=", "waiting"), eb("run_at", "<=", now)]),
+              eb.and([eb("state", "=", "active"), eb("lease_until", "<", now)]),
+            ]),
+          )
+          .where("type", "in", types)
+          .orderBy("run_at")
+          .limit(free),
+      )
+      .returningAll()
+      .execute();
+    for (const row of claimed) {
+      const p = this.run(row).finally(() => this.inflight.delete(p));
+      this.inflight.add(p);
+    }
+    return claimed.length;
+  }
+
+  /** Runs due jobs until none is left (tests: after moving the clock). */
+  async drain(maxRounds = 100): Promise<void> {
+    for (let i = 0; i < maxRounds; i++) {
+      const started = await this.tick();
+      if (this.inflight.size) await Promise.allSettled([...this.inflight]);
+      else if (!started) return;
+    }
+  }
+
+  private async run(row: DB["jobs"]): Promise<void> {
+    const handler = this.handlers.get(row.type)!;
+    this.running++;
+    const ctx: JobRunContext = {
+      id: row.id,
+      type: row.type,
+      projectId: row.project_id,
+      payload: JSON.parse(row.payload),
+      checkpoint: row.checkpoint ? JSON.parse(row.checkpoint) : null,
+      attempt: row.attempts,
+      save: async (progress, checkpoint) => {
+        const now = this.clock.now();
+        await this.db
+          .updateTable("jobs")
+          .set({
+            progress: Math.max(0, Math.min(100, Math.round(progress))),
+            ...(checkpoint !== undefined ? { checkpoint: JSON.stringify(checkpoint) } : {}),
+            lease_until: now + this.leaseMs,
+            updated_at: now,
+          })
+          .where("id", "=", row.id)
+          .execute();
+      },
+    };
+    try {
+      const result = await handler(ctx);
+      const now = this.clock.now();
+      await this.db
+        .updateTable("jobs")
+        .set({
+          state: "completed",
+          progress: 100,
+          result: result === undefined ? null : JSON.stringify(result),
+          lease_until: null,
+          finished_at: now,
+          updated_at: now,
+        })
+        .where("id", "=", row.id)
+        .execute();
+    } catch (e) {
+      const now = this.clock.now();
+      const final = row.attempts >= row.max_attempts;
+      const backoff = Math.min(2 ** (row.attempts - 1) * 1000, 3_600_000);
+      this.log.warn("job failed", { job: row.id, type: row.type, attempt: row.attempts, final, error: String(e) });
+      await this.db
+        .updateTable("jobs")
+        .set({
+          state: final ? "failed" : "waiting",
+          error: String((e as Error)?.message ?? e),
+          run_at: final ? row.run_at : now + backoff,
+          lease_until: null,
+          finished_at: final ? now : null,
+          updated_at: now,
+        })
+        .where("id", "=", row.id)
+        .execute()
+        .catch(() => {});
+    } finally {
+      this.running--;
+      if (!this.stopped) this.schedule(0);
+    }
+  }
+}

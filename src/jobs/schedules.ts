@@ -1,0 +1,45 @@
+import { Cron } from "croner";
+import type { Logger } from "../http/logger";
+import type { JobQueue } from "./queue";
+
+/**
+ * Periodic work. `every` schedules are durable and clock-driven: a job of type `schedule:<name>`
+ * that re-enqueues itself `intervalMs` after each run (so tests move the clock instead of sleeping,
+ * and a restart does not lose or double the schedule). `cron` is wall-clock housekeeping via croner.
+ */
+export class Schedules {
+  private crons: Cron[] = [];
+  private intervals = new Map<string, number>();
+  constructor(private readonly jobs: JobQueue, private readonly log: Logger, private readonly now: () => number) {}
+
+  every(name: string, intervalMs: number, fn: () => Promise<void>): void {
+    const type = `schedule:${name}`;
+    this.intervals.set(name, intervalMs);
+    this.jobs.register(type, async () => {
+      try {
+        await fn();
+      } finally {
+        await this.jobs.enqueue(type, {}, { runAt: this.now() + intervalMs, dedupeKey: `${type}:next`, maxAttempts: 1 });
+      }
+    });
+  }
+
+  /** Makes sure each `every` schedule has its next run queued (called once at start). */
+  async arm(): Promise<void> {
+    for (const [name, ms] of this.intervals) {
+      const type = `schedule:${name}`;
+      await this.jobs.enqueue(type, {}, { runAt: this.now() + ms, dedupeKey: `${type}:next`, maxAttempts: 1 });
+    }
+  }
+
+  cron(name: string, pattern: string, fn: () => Promise<void> | void): void {
+    this.crons.push(
+      new Cron(pattern, { name, protect: true, catch: (e) => this.log.error("schedule failed", { name, error: String(e) }) }, fn),
+    );
+  }
+
+  stop(): void {
+    for (const c of this.crons) c.stop();
+    this.crons = [];
+  }
+}

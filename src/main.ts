@@ -1,0 +1,119 @@
+#!/usr/bin/env bun
+import { existsSync, mkdirSync, rmSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { ConfigError, loadConfig, OPTIONS, parseArgv, type Config } from "./config";
+import { openStore } from "./db";
+import { migrate } from "./db/migrate";
+import { createContext, startService } from "./server";
+import { VERSION } from "./version";
+import { createUser } from "./modules/users/service";
+import { createProject, viewProject } from "./modules/projects/service";
+
+const HELP = `mailsvc ${VERSION} — self-hosted email delivery and audience service
+
+Usage:
+  mailsvc serve                      run the HTTP API, job loop, delivery and (if enabled) inbound SMTP
+  mailsvc migrate                    create or upgrade the database, then exit
+  mailsvc backup <file>              write a consistent copy of the database (safe while serving)
+  mailsvc user create --email E --password P [--project NAME]
+                                     create a user (and a project with its keys); prints JSON
+  mailsvc --version | --help
+
+Options (each also an environment variable):
+${OPTIONS.map((o) => `  ${(o.flag + " <value>").padEnd(32)} ${o.env.padEnd(32)} ${o.help}`).join("\n")}
+`;
+
+function fail(msg: string, code = 1): never {
+  process.stderr.write(`mailsvc: ${msg}\n`);
+  process.exit(code);
+}
+
+async function serve(config: Config) {
+  const svc = await startService(config);
+  svc.ctx.log.info("mailsvc listening", { url: `http://${config.host}:${svc.port}`, db: resolve(config.db), version: VERSION });
+  svc.ctx.log.flush();
+  let shuttingDown = false;
+  const shutdown = async (signal: string) => {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    svc.ctx.log.info("shutting down", { signal });
+    await svc.stop();
+    process.exit(0);
+  };
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+}
+
+function backup(config: Config, target: string | undefined) {
+  if (!target) fail("usage: mailsvc backup <file>");
+  const out = resolve(target);
+  if (!existsSync(config.db)) fail(`database ${config.db} does not exist`);
+  mkdirSync(dirname(out), { recursive: true });
+  if (existsSync(out)) rmSync(out);
+  const store = openStore(config.db);
+  try {
+    // VACUUM INTO reads one snapshot: a consistent copy even while the server keeps writing.
+    store.sqlite.query("VACUUM INTO ?").run(out);
+  } finally {
+    store.sqlite.close();
+  }
+  process.stdout.write(JSON.stringify({ backup: out }) + "\n");
+}
+
+async function userCreate(config: Config, flags: Record<string, string>) {
+  const email = flags["--email"];
+  const password = flags["--password"];
+  if (!email || !password) fail("usage: mailsvc user create --email E --password P [--project NAME]");
+  if (password.length < 8) fail("password must be at least 8 characters");
+  const ctx = createContext(config, { log: { info() {}, warn() {}, error() {}, line() {}, json() {}, flush() {}, close() {} } });
+  try {
+    const user = await createUser(ctx, { email, password });
+    const out: Record<string, unknown> = { user: { id: user.id, email: user.email } };
+    if (flags["--project"]) out.project = viewProject(await createProject(ctx, user.id, flags["--project"]), "OWNER");
+    process.stdout.write(JSON.stringify(out, null, 2) + "\n");
+  } catch (e) {
+    fail((e as Error).message);
+  } finally {
+    ctx.store.close();
+  }
+}
+
+async function main() {
+  const { positional, flags } = parseArgv(process.argv.slice(2));
+  if (flags["--version"] || positional[0] === "version") {
+    process.stdout.write(`mailsvc ${VERSION}\n`);
+    return;
+  }
+  if (flags["--help"] || positional.length === 0 || positional[0] === "help") {
+    process.stdout.write(HELP);
+    return;
+  }
+  let config: Config;
+  try {
+    config = loadConfig(process.env, flags);
+  } catch (e) {
+    if (e instanceof ConfigError) fail(e.message, 2);
+    throw e;
+  }
+  const [cmd, sub] = positional;
+  switch (cmd) {
+    case "serve":
+      return serve(config);
+    case "migrate": {
+      const store = openStore(config.db);
+      const applied = migrate(store.sqlite);
+      store.close();
+      process.stdout.write(JSON.stringify({ db: resolve(config.db), applied }) + "\n");
+      return;
+    }
+    case "backup":
+      return backup(config, positional[1]);
+    case "user":
+      if (sub === "create") return userCreate(config, flags);
+      fail("usage: mailsvc user create --email E --password P [--project NAME]");
+    default:
+      fail(`unknown command "${cmd}"; see mailsvc --help`);
+  }
+}
+
+main().catch((e) => fail(String(e?.stack ?? e)));

@@ -1,0 +1,156 @@
+import { Elysia, t } from "elysia";
+import type { AppContext } from "../../context";
+import { authPlugin, type AuthInfo } from "../../http/auth";
+import { forbidden, notFound } from "../../http/errors";
+import * as svc from "./service";
+
+const Name = t.String({ minLength: 1, maxLength: 100 });
+const IdParams = t.Object({ id: t.String() });
+
+/** Role of the caller on `projectId`: a session member's role, or ADMIN for the project's own secret key. */
+async function callerRole(ctx: AppContext, auth: AuthInfo, projectId: string): Promise<string> {
+  if (auth.via !== "session") {
+    if (auth.projectId !== projectId) throw notFound("Project");
+    return "ADMIN";
+  }
+  return (await svc.projectForMember(ctx, projectId, auth.userId!)).role;
+}
+
+async function security(ctx: AppContext, projectId: string) {
+  const p = await ctx.db.selectFrom("projects").select(["disabled", "disabled_reason"]).where("id", "=", projectId).executeTakeFirstOrThrow();
+  const rates = ctx.hooks.security
+    ? await ctx.hooks.security(ctx, projectId)
+    : { windowDays: 30, sent: 0, bounced: 0, complained: 0, bounceRate: 0, complaintRate: 0, suspensions: [] };
+  return { projectId, disabled: !!p.disabled, disabledReason: p.disabled_reason, ...rates };
+}
+
+export function projectRoutes(ctx: AppContext) {
+  return new Elysia()
+    .use(authPlugin(ctx))
+    .get("/users/@me/projects", ({ auth }) => svc.listProjects(ctx, auth.userId!), { auth: "session" })
+    .post(
+      "/users/@me/projects",
+      async ({ auth, body, set }) => {
+        const p = await svc.createProject(ctx, auth.userId!, body.name);
+        set.status = 201;
+        return svc.viewProject(p, "OWNER");
+      },
+      { auth: "session", body: t.Object({ name: Name }) },
+    )
+    .patch(
+      "/users/@me/projects/:id",
+      async ({ auth, params, body }) => {
+        const m = await svc.projectForMember(ctx, params.id, auth.userId!);
+        svc.requireRole(m.role, ["OWNER", "ADMIN"], "change project settings");
+        return svc.viewProject(await svc.updateProject(ctx, params.id, body), m.role);
+      },
+      {
+        auth: "session",
+        params: IdParams,
+        body: t.Object({
+          name: t.Optional(Name),
+          tracking: t.Optional(t.Union(svc.TRACKING_MODES.map((m) => t.Literal(m)))),
+        }),
+      },
+    )
+    .delete(
+      "/users/@me/projects/:id",
+      async ({ auth, params }) => {
+        const m = await svc.projectForMember(ctx, params.id, auth.userId!);
+        svc.requireRole(m.role, ["OWNER"], "delete the project");
+        await svc.deleteProject(ctx, params.id);
+        return { success: true };
+      },
+      { auth: "session", params: IdParams },
+    )
+    .post(
+      "/users/@me/projects/:id/regenerate-keys",
+      async ({ auth, params }) => {
+        const m = await svc.projectForMember(ctx, params.id, auth.userId!);
+        svc.requireRole(m.role, ["OWNER", "ADMIN"], "rotate the keys");
+        return svc.viewProject(await svc.rotateKeys(ctx, params.id), m.role);
+      },
+      { auth: "session", params: IdParams },
+    )
+    .post(
+      "/users/@me/projects/:id/reset",
+      async ({ auth, params }) => {
+        const m = await svc.projectForMember(ctx, params.id, auth.userId!);
+        svc.requireRole(m.role, ["OWNER"], "reset the project");
+        await svc.resetProject(ctx, params.id);
+        return { success: true };
+      },
+      { auth: "session", params: IdParams },
+    )
+    .get(
+      "/users/@me/projects/:id/security",
+      async ({ auth, params }) => {
+        await svc.projectForMember(ctx, params.id, auth.userId!);
+        return security(ctx, params.id);
+      },
+      { auth: "session", params: IdParams },
+    )
+    .get(
+      "/projects/:id/security",
+      async ({ auth, params }) => {
+        await callerRole(ctx, auth, params.id);
+        return security(ctx, params.id);
+      },
+      { auth: "optionalProject", params: IdParams },
+    )
+    .get(
+      "/projects/:id/setup-state",
+      async ({ auth, params }) => {
+        await callerRole(ctx, auth, params.id);
+        return svc.setupState(ctx, params.id);
+      },
+      { auth: "optionalProject", params: IdParams },
+    )
+    .get(
+      "/projects/:id/members",
+      async ({ auth, params }) => {
+        await callerRole(ctx, auth, params.id);
+        return svc.listMembers(ctx, params.id);
+      },
+      { auth: "optionalProject", params: IdParams },
+    )
+    .post(
+      "/projects/:id/members",
+      async ({ auth, params, body, set }) => {
+        const role = await callerRole(ctx, auth, params.id);
+        const m = await svc.inviteMember(ctx, params.id, role, { email: body.email, role: body.role ?? "MEMBER" });
+        set.status = 201;
+        return m;
+      },
+      {
+        auth: "optionalProject",
+        params: IdParams,
+        body: t.Object({
+          email: t.String({ format: "email" }),
+          role: t.Optional(t.Union(svc.ROLES.map((r) => t.Literal(r)))),
+        }),
+      },
+    )
+    .patch(
+      "/projects/:id/members/:userId",
+      async ({ auth, params, body }) => {
+        const role = await callerRole(ctx, auth, params.id);
+        return svc.changeRole(ctx, params.id, { userId: auth.userId ?? "", role }, params.userId, body.role);
+      },
+      {
+        auth: "optionalProject",
+        params: t.Object({ id: t.String(), userId: t.String() }),
+        body: t.Object({ role: t.Union(svc.ROLES.map((r) => t.Literal(r))) }),
+      },
+    )
+    .delete(
+      "/projects/:id/members/:userId",
+      async ({ auth, params }) => {
+        const role = await callerRole(ctx, auth, params.id);
+        if (auth.via !== "session" && role !== "ADMIN") throw forbidden();
+        await svc.removeMember(ctx, params.id, { userId: auth.userId ?? "", role }, params.userId);
+        return { success: true };
+      },
+      { auth: "optionalProject", params: t.Object({ id: t.String(), userId: t.String() }) },
+    );
+}

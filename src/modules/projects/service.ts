@@ -1,0 +1,217 @@
+import { iso } from "../../clock";
+import type { AppContext } from "../../context";
+import { AppError, badRequest, conflict, forbidden, notFound } from "../../http/errors";
+import { generateKey } from "../../http/keys";
+
+export type Role = "OWNER" | "ADMIN" | "MEMBER";
+export const ROLES: Role[] = ["OWNER", "ADMIN", "MEMBER"];
+export const TRACKING_MODES = ["ENABLED", "DISABLED", "MARKETING_ONLY"] as const;
+export type TrackingMode = (typeof TRACKING_MODES)[number];
+
+type ProjectRow = {
+  id: string;
+  name: string;
+  public_key: string;
+  secret_key: string;
+  disabled: number;
+  disabled_reason: string | null;
+  tracking: string;
+  created_at: number;
+  updated_at: number;
+};
+
+export function viewProject(p: ProjectRow, role?: string) {
+  return {
+    id: p.id,
+    name: p.name,
+    public: p.public_key,
+    secret: p.secret_key,
+    disabled: !!p.disabled,
+    disabledReason: p.disabled_reason,
+    tracking: p.tracking,
+    createdAt: iso(p.created_at),
+    updatedAt: iso(p.updated_at),
+    ...(role ? { role } : {}),
+  };
+}
+
+export async function createProject(ctx: AppContext, ownerId: string, name: string) {
+  const now = ctx.clock.now();
+  const project: ProjectRow = {
+    id: Bun.randomUUIDv7(),
+    name,
+    public_key: generateKey("pk"),
+    secret_key: generateKey("sk"),
+    disabled: 0,
+    disabled_reason: null,
+    tracking: "ENABLED",
+    created_at: now,
+    updated_at: now,
+  };
+  await ctx.db.transaction().execute(async (trx) => {
+    await trx.insertInto("projects").values(project).execute();
+    await trx.insertInto("project_members").values({ project_id: project.id, user_id: ownerId, role: "OWNER", created_at: now }).execute();
+  });
+  return project;
+}
+
+export async function listProjects(ctx: AppContext, userId: string) {
+  const rows = await ctx.db
+    .selectFrom("projects as p")
+    .innerJoin("project_members as m", "m.project_id", "p.id")
+    .selectAll("p")
+    .select("m.role")
+    .where("m.user_id", "=", userId)
+    .orderBy("p.created_at", "desc")
+    .execute();
+  return rows.map((r) => viewProject(r, r.role));
+}
+
+/** Loads the project and the caller's role; 404 when the user is not a member (no existence leak). */
+export async function projectForMember(ctx: AppContext, projectId: string, userId: string) {
+  const row = await ctx.db
+    .selectFrom("projects as p")
+    .innerJoin("project_members as m", "m.project_id", "p.id")
+    .selectAll("p")
+    .select("m.role")
+    .where("p.id", "=", projectId)
+    .where("m.user_id", "=", userId)
+    .executeTakeFirst();
+  if (!row) throw notFound("Project");
+  return row;
+}
+
+export function requireRole(role: string, allowed: Role[], action: string) {
+  if (!allowed.includes(role as Role)) throw forbidden(`Your role (${role}) cannot ${action}`);
+}
+
+export async function updateProject(ctx: AppContext, projectId: string, patch: { name?: string; tracking?: TrackingMode }) {
+  const now = ctx.clock.now();
+  const row = await ctx.db
+    .updateTable("projects")
+    .set({ ...(patch.name !== undefined ? { name: patch.name } : {}), ...(patch.tracking ? { tracking: patch.tracking } : {}), updated_at: now })
+    .where("id", "=", projectId)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  ctx.keys.invalidate(projectId);
+  return row;
+}
+
+export async function rotateKeys(ctx: AppContext, projectId: string) {
+  const row = await ctx.db
+    .updateTable("projects")
+    .set({ public_key: generateKey("pk"), secret_key: generateKey("sk"), updated_at: ctx.clock.now() })
+    .where("id", "=", projectId)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  ctx.keys.invalidate(projectId);
+  return row;
+}
+
+export async function deleteProject(ctx: AppContext, projectId: string) {
+  for (const reset of ctx.hooks.resetProject) await reset(ctx, projectId);
+  await ctx.db.deleteFrom("projects").where("id", "=", projectId).execute();
+  ctx.keys.invalidate(projectId);
+}
+
+/** Wipes the project's data (contacts, emails, …) but keeps the project, its keys and members. */
+export async function resetProject(ctx: AppContext, projectId: string) {
+  for (const reset of ctx.hooks.resetProject) await reset(ctx, projectId);
+  await ctx.db.deleteFrom("jobs").where("project_id", "=", projectId).execute();
+  await ctx.db.deleteFrom("idempotency_keys").where("project_id", "=", projectId).execute();
+}
+
+// ---- members ------------------------------------------------------------------------------
+
+export async function listMembers(ctx: AppContext, projectId: string) {
+  const rows = await ctx.db
+    .selectFrom("project_members as m")
+    .innerJoin("users as u", "u.id", "m.user_id")
+    .select(["m.user_id", "u.email", "m.role", "m.created_at"])
+    .where("m.project_id", "=", projectId)
+    .orderBy("m.created_at")
+    .execute();
+  return rows.map((r) => ({ userId: r.user_id, email: r.email, role: r.role, createdAt: iso(r.created_at) }));
+}
+
+export async function inviteMember(ctx: AppContext, projectId: string, actorRole: string, input: { email: string; role: Role }) {
+  requireRole(actorRole, ["OWNER", "ADMIN"], "invite members");
+  if (input.role === "OWNER" && actorRole !== "OWNER") throw forbidden("Only an owner can add another owner");
+  const user = await ctx.db.selectFrom("users").select(["id", "email"]).where("email", "=", input.email.trim().toLowerCase()).executeTakeFirst();
+  if (!user) throw new AppError(404, "NOT_FOUND", "No user with this email exists; they must sign up first");
+  const now = ctx.clock.now();
+  const ins = await ctx.db
+    .insertInto("project_members")
+    .values({ project_id: projectId, user_id: user.id, role: input.role, created_at: now })
+    .onConflict((oc) => oc.doNothing())
+    .executeTakeFirst();
+  if (!Number(ins.numInsertedRows)) throw conflict("This user is already a member of the project");
+  return { userId: user.id, email: user.email, role: input.role, createdAt: iso(now) };
+}
+
+async function memberRole(ctx: AppContext, projectId: string, userId: string) {
+  const m = await ctx.db
+    .selectFrom("project_members")
+    .select("role")
+    .where("project_id", "=", projectId)
+    .where("user_id", "=", userId)
+    .executeTakeFirst();
+  if (!m) throw notFound("Member");
+  return m.role;
+}
+
+async function ownerCount(ctx: AppContext, projectId: string) {
+  const r = await ctx.db
+    .selectFrom("project_members")
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .where("project_id", "=", projectId)
+    .where("role", "=", "OWNER")
+    .executeTakeFirstOrThrow();
+  return Number(r.n);
+}
+
+export async function changeRole(ctx: AppContext, projectId: string, actor: { userId: string; role: string }, targetId: string, role: Role) {
+  requireRole(actor.role, ["OWNER", "ADMIN"], "change roles");
+  const current = await memberRole(ctx, projectId, targetId);
+  if (actor.role !== "OWNER" && (current === "OWNER" || role === "OWNER")) throw forbidden("Only an owner can change an owner's role or make an owner");
+  if (current === "OWNER" && role !== "OWNER" && (await ownerCount(ctx, projectId)) <= 1) {
+    throw conflict("The last owner cannot be demoted; make another member owner first");
+  }
+  await ctx.db
+    .updateTable("project_members")
+    .set({ role })
+    .where("project_id", "=", projectId)
+    .where("user_id", "=", targetId)
+    .execute();
+  const [m] = (await listMembers(ctx, projectId)).filter((x) => x.userId === targetId);
+  return m!;
+}
+
+export async function removeMember(ctx: AppContext, projectId: string, actor: { userId: string; role: string }, targetId: string) {
+  const current = await memberRole(ctx, projectId, targetId);
+  const self = actor.userId === targetId;
+  if (!self) {
+    requireRole(actor.role, ["OWNER", "ADMIN"], "remove members");
+    if (current === "OWNER" && actor.role !== "OWNER") throw forbidden("Only an owner can remove an owner");
+  }
+  if (current === "OWNER" && (await ownerCount(ctx, projectId)) <= 1) {
+    throw conflict("The last owner cannot be removed; make another member owner first");
+  }
+  await ctx.db.deleteFrom("project_members").where("project_id", "=", projectId).where("user_id", "=", targetId).execute();
+}
+
+// ---- state ----------------------------------------------------------------------------------
+
+export async function setupState(ctx: AppContext, projectId: string) {
+  const p = await ctx.db.selectFrom("projects").selectAll().where("id", "=", projectId).executeTakeFirst();
+  if (!p) throw notFound("Project");
+  const members = await listMembers(ctx, projectId);
+  const state: Record<string, unknown> = { projectId, hasKeys: true, members: members.length };
+  for (const part of ctx.hooks.setupState) Object.assign(state, await part(ctx, projectId));
+  return state;
+}
+
+export function parseRole(raw: unknown): Role {
+  if (typeof raw === "string" && ROLES.includes(raw as Role)) return raw as Role;
+  throw badRequest(`role must be one of ${ROLES.join(", ")}`);
+}

@@ -1,0 +1,4 @@
+import type { ModuleDef } from "../module";
+
+// Placeholder: this module is filled in by its issue.
+export const trackingModule: ModuleDef = { name: "tracking" };

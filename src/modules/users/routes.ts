@@ -1,0 +1,80 @@
+import { Elysia } from "elysia";
+import type { AppContext } from "../../context";
+import { authPlugin, SESSION_COOKIE, SESSION_TTL_SECONDS } from "../../http/auth";
+import * as schemas from "./schemas";
+import * as svc from "./service";
+
+export function userRoutes(ctx: AppContext) {
+  const secure = ctx.config.publicUrl.startsWith("https://");
+  const setSession = async (
+    jwt: { sign: (p: Record<string, string>) => Promise<string> },
+    cookie: Record<string, any>,
+    userId: string,
+  ) => {
+    cookie[SESSION_COOKIE].set({
+      value: await jwt.sign({ sub: userId }),
+      httpOnly: true,
+      sameSite: "lax",
+      secure,
+      path: "/",
+      maxAge: SESSION_TTL_SECONDS,
+    });
+  };
+
+  return new Elysia()
+    .use(authPlugin(ctx))
+    .post(
+      "/auth/signup",
+      async ({ body, jwt, cookie, set }) => {
+        const user = await svc.signup(ctx, body);
+        await setSession(jwt, cookie, user.id);
+        set.status = 201;
+        return { success: true, data: { id: user.id, email: user.email } };
+      },
+      { body: schemas.Credentials },
+    )
+    .post(
+      "/auth/login",
+      async ({ body, jwt, cookie }) => {
+        const user = await svc.login(ctx, body);
+        await setSession(jwt, cookie, user.id);
+        return { success: true, data: { id: user.id, email: user.email } };
+      },
+      { body: schemas.Credentials },
+    )
+    .get("/auth/logout", ({ cookie }) => {
+      cookie[SESSION_COOKIE].set({ value: "", httpOnly: true, sameSite: "lax", secure, path: "/", maxAge: 0 });
+      return { success: true };
+    })
+    .get("/auth/oauth-config", () => ({ providers: [] as string[] }))
+    .post(
+      "/auth/verify-email",
+      async ({ body }) => ({ success: true, data: svc.viewUser(await svc.verifyEmail(ctx, body.token)) }),
+      { body: schemas.TokenBody },
+    )
+    .post(
+      "/auth/request-verification",
+      async ({ auth }) => {
+        await svc.requestVerification(ctx, auth.userId!);
+        return { success: true };
+      },
+      { auth: "session" },
+    )
+    .post(
+      "/auth/request-password-reset",
+      async ({ body }) => {
+        await svc.requestPasswordReset(ctx, body.email);
+        return { success: true };
+      },
+      { body: schemas.EmailBody },
+    )
+    .post(
+      "/auth/reset-password",
+      async ({ body }) => {
+        await svc.resetPassword(ctx, body.token, body.password);
+        return { success: true };
+      },
+      { body: schemas.ResetPasswordBody },
+    )
+    .get("/users/@me", async ({ auth }) => svc.viewUser(await svc.getUser(ctx, auth.userId!)), { auth: "session" });
+}

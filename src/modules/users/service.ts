@@ -1,0 +1,151 @@
+import { createHash, randomBytes } from "node:crypto";
+import { iso } from "../../clock";
+import type { AppContext } from "../../context";
+import { AppError, badRequest, conflict, forbidden, unauthorized } from "../../http/errors";
+
+export interface UserView {
+  id: string;
+  email: string;
+  emailVerified: boolean;
+  createdAt: string | null;
+  updatedAt: string | null;
+}
+
+const VERIFY_TTL_MS = 24 * 3_600_000;
+const RESET_TTL_MS = 3_600_000;
+
+const hashToken = (t: string) => createHash("sha256").update(t).digest("hex");
+const normalizeEmail = (e: string) => e.trim().toLowerCase();
+
+export function viewUser(u: { id: string; email: string; email_verified_at: number | null; created_at: number; updated_at: number }): UserView {
+  return { id: u.id, email: u.email, emailVerified: u.email_verified_at !== null, createdAt: iso(u.created_at), updatedAt: iso(u.updated_at) };
+}
+
+export async function createUser(ctx: AppContext, input: { email: string; password: string }) {
+  const email = normalizeEmail(input.email);
+  const taken = await ctx.db.selectFrom("users").select("id").where("email", "=", email).executeTakeFirst();
+  if (taken) throw conflict("An account with this email already exists");
+  const now = ctx.clock.now();
+  const user = {
+    id: Bun.randomUUIDv7(),
+    email,
+    password_hash: await Bun.password.hash(input.password),
+    email_verified_at: null,
+    created_at: now,
+    updated_at: now,
+  };
+  try {
+    await ctx.db.insertInto("users").values(user).execute();
+  } catch (e) {
+    if (String(e).includes("UNIQUE")) throw conflict("An account with this email already exists");
+    throw e;
+  }
+  return user;
+}
+
+export async function signup(ctx: AppContext, input: { email: string; password: string }) {
+  if (ctx.config.disableSignups) throw forbidden("Sign-ups are disabled on this server");
+  return createUser(ctx, input);
+}
+
+export async function login(ctx: AppContext, input: { email: string; password: string }) {
+  const user = await ctx.db.selectFrom("users").selectAll().where("email", "=", normalizeEmail(input.email)).executeTakeFirst();
+  // Hash something even for unknown users so timing does not reveal which emails exist.
+  const ok = user
+    ? await Bun.password.verify(input.password, user.password_hash)
+    : (await Bun.password.verify(input.password, DUMMY_HASH), false);
+  if (!user || !ok) throw unauthorized("Invalid email or password");
+  return user;
+}
+const DUMMY_HASH = await Bun.password.hash("not-a-real-password-" + randomBytes(8).toString("hex"));
+
+export async function getUser(ctx: AppContext, userId: string) {
+  const u = await ctx.db.selectFrom("users").selectAll().where("id", "=", userId).executeTakeFirst();
+  if (!u) throw unauthorized("Session user no longer exists");
+  return u;
+}
+
+function requireAccountMail(ctx: AppContext) {
+  if (!ctx.config.systemFrom || !ctx.hooks.sendAccountEmail) {
+    throw new AppError(400, "BAD_REQUEST", "Account email is not configured on this server", {
+      suggestion: "Set MAILSVC_SYSTEM_FROM to an address on a verified domain to enable verification and password-reset emails.",
+    });
+  }
+  return ctx.hooks.sendAccountEmail;
+}
+
+async function issueToken(ctx: AppContext, userId: string, kind: "verify" | "reset", ttl: number): Promise<string> {
+  const token = randomBytes(32).toString("base64url");
+  const now = ctx.clock.now();
+  await ctx.db.transaction().execute(async (trx) => {
+    await trx.deleteFrom("account_tokens").where("user_id", "=", userId).where("kind", "=", kind).execute();
+    await trx
+      .insertInto("account_tokens")
+      .values({ token_hash: hashToken(token), user_id: userId, kind, expires_at: now + ttl, used_at: null, created_at: now })
+      .execute();
+  });
+  return token;
+}
+
+/** Marks the token used and returns its user, or throws if unknown, used or expired. */
+async function consumeToken(ctx: AppContext, token: string, kind: "verify" | "reset"): Promise<string> {
+  const now = ctx.clock.now();
+  const r = await ctx.db
+    .updateTable("account_tokens")
+    .set({ used_at: now })
+    .where("token_hash", "=", hashToken(token))
+    .where("kind", "=", kind)
+    .where("used_at", "is", null)
+    .where("expires_at", ">", now)
+    .returning("user_id")
+    .executeTakeFirst();
+  if (!r) throw badRequest("This link is invalid or has expired");
+  return r.user_id;
+}
+
+const link = (ctx: AppContext, path: string, token: string) => `${ctx.config.publicUrl}${path}?token=${encodeURIComponent(token)}`;
+
+export async function requestVerification(ctx: AppContext, userId: string) {
+  const send = requireAccountMail(ctx);
+  const user = await getUser(ctx, userId);
+  if (user.email_verified_at) return;
+  const token = await issueToken(ctx, user.id, "verify", VERIFY_TTL_MS);
+  const url = link(ctx, "/auth/verify-email", token);
+  await send(ctx, {
+    to: user.email,
+    subject: "Verify your email address",
+    html: `<p>Confirm your email address by opening this link:</p><p><a href="${url}">Verify my email</a></p><p>Your token: <code>${token}</code></p>`,
+    text: `Confirm your email address: ${url}\nToken: ${token}`,
+  });
+}
+
+export async function verifyEmail(ctx: AppContext, token: string) {
+  const userId = await consumeToken(ctx, token, "verify");
+  const now = ctx.clock.now();
+  await ctx.db.updateTable("users").set({ email_verified_at: now, updated_at: now }).where("id", "=", userId).execute();
+  return getUser(ctx, userId);
+}
+
+export async function requestPasswordReset(ctx: AppContext, email: string) {
+  const send = requireAccountMail(ctx);
+  const user = await ctx.db.selectFrom("users").selectAll().where("email", "=", normalizeEmail(email)).executeTakeFirst();
+  if (!user) return; // same answer whether or not the account exists
+  const token = await issueToken(ctx, user.id, "reset", RESET_TTL_MS);
+  const url = link(ctx, "/auth/reset-password", token);
+  await send(ctx, {
+    to: user.email,
+    subject: "Reset your password",
+    html: `<p>Someone asked to reset your password. If it was you, open this link within an hour:</p><p><a href="${url}">Reset my password</a></p><p>Your token: <code>${token}</code></p>`,
+    text: `Reset your password (valid for one hour): ${url}\nToken: ${token}`,
+  });
+}
+
+export async function resetPassword(ctx: AppContext, token: string, password: string) {
+  const userId = await consumeToken(ctx, token, "reset");
+  const now = ctx.clock.now();
+  await ctx.db
+    .updateTable("users")
+    .set({ password_hash: await Bun.password.hash(password), updated_at: now })
+    .where("id", "=", userId)
+    .execute();
+}
