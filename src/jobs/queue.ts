@@ -1,4 +1,4 @@
-import type { Kysely, Transaction } from "kysely";
+import type { Kysely, Selectable, Transaction } from "kysely";
 import type { Clock } from "../clock";
 import type { DB } from "../db";
 import type { Logger } from "../http/logger";
@@ -190,7 +190,7 @@ export class JobQueue {
     }
   }
 
-  private async run(row: DB["jobs"]): Promise<void> {
+  private async run(row: Selectable<DB["jobs"]>): Promise<void> {
     const handler = this.handlers.get(row.type)!;
     this.running++;
     const ctx: JobRunContext = {

@@ -1,3 +1,5 @@
+import type { Generated } from "kysely";
+
 export interface SettingsTable {
   key: string;
   value: string;
@@ -49,18 +51,18 @@ export interface JobsTable {
   project_id: string | null;
   state: string;
   payload: string;
-  checkpoint: string | null;
-  progress: number;
-  result: string | null;
-  error: string | null;
-  attempts: number;
+  checkpoint: Generated<string | null>;
+  progress: Generated<number>;
+  result: Generated<string | null>;
+  error: Generated<string | null>;
+  attempts: Generated<number>;
   max_attempts: number;
   run_at: number;
-  lease_until: number | null;
+  lease_until: Generated<number | null>;
   dedupe_key: string | null;
   created_at: number;
   updated_at: number;
-  finished_at: number | null;
+  finished_at: Generated<number | null>;
 }
 
 export interface FoundationTables {

@@ -145,7 +145,7 @@ export async function inviteMember(ctx: AppContext, projectId: string, actorRole
     .values({ project_id: projectId, user_id: user.id, role: input.role, created_at: now })
     .onConflict((oc) => oc.doNothing())
     .executeTakeFirst();
-  if (!Number(ins.numInsertedRows)) throw conflict("This user is already a member of the project");
+  if (!Number(ins.numInsertedOrUpdatedRows)) throw conflict("This user is already a member of the project");
   return { userId: user.id, email: user.email, role: input.role, createdAt: iso(now) };
 }
 
