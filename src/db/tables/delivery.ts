@@ -1,3 +1,76 @@
-// Table types for this part of the schema (see migrations/).
-// eslint-disable-next-line @typescript-eslint/no-empty-interface
-export interface DeliveryTables {}
+import type { Generated } from "kysely";
+
+export interface EmailContentsTable {
+  id: string;
+  project_id: string;
+  subject: string;
+  html: string;
+  from_email: string;
+  from_name: string | null;
+  reply_to: string | null;
+  type: Generated<string>;
+  headers: string | null;
+  attachments: string | null;
+  created_at: number;
+}
+
+export type EmailStatus =
+  | "PENDING"
+  | "SENDING"
+  | "SENT"
+  | "DELIVERED"
+  | "DEFERRED"
+  | "OPENED"
+  | "CLICKED"
+  | "BOUNCED"
+  | "COMPLAINED"
+  | "FAILED"
+  | "SUPPRESSED"
+  | "CANCELLED";
+
+export type EmailSourceType = "TRANSACTIONAL" | "CAMPAIGN" | "WORKFLOW" | "SYSTEM";
+
+export interface EmailsTable {
+  id: string;
+  project_id: string;
+  content_id: string;
+  contact_id: string | null;
+  to_email: string;
+  to_name: string | null;
+  vars: string | null;
+  status: EmailStatus;
+  source_type: EmailSourceType;
+  campaign_id: string | null;
+  template_id: string | null;
+  workflow_execution_id: string | null;
+  message_id: string | null;
+  attempts: Generated<number>;
+  next_attempt_at: number | null;
+  lease_until: number | null;
+  last_reply: string | null;
+  mx_host: string | null;
+  created_at: number;
+  updated_at: number;
+  sent_at: number | null;
+  delivered_at: number | null;
+  opened_at: number | null;
+  clicked_at: number | null;
+  bounced_at: number | null;
+  complained_at: number | null;
+  failed_at: number | null;
+}
+
+export interface SuppressionsTable {
+  project_id: string;
+  email: string;
+  reason: string;
+  detail: string | null;
+  email_id: string | null;
+  created_at: number;
+}
+
+export interface DeliveryTables {
+  email_contents: EmailContentsTable;
+  emails: EmailsTable;
+  suppressions: SuppressionsTable;
+}
