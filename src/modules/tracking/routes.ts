@@ -1,0 +1,144 @@
+// Public endpoints of the feedback loop (no API key: the signed token is the authority).
+//   GET  /t/o/:token            open pixel (1x1 GIF)
+//   GET  /t/c/:token            click redirect (302 to the signed original URL)
+//   GET  /unsubscribe/:token    confirm page;  POST unsubscribes (form or RFC 8058 one-click)
+//   GET  /subscribe/:token      confirm page;  POST subscribes
+//   GET  /manage/:token         preferences;   POST subscribed=true|false
+// A token that does not verify is 404 (JSON envelope for pixel/redirect, an HTML page for pages).
+import { Elysia, t } from "elysia";
+import type { AppContext } from "../../context";
+import { notFound } from "../../http/errors";
+import { readClickToken, readOpenToken } from "../../mail/tokens";
+import { PATHS } from "../../mail/tracking";
+import { recordClick, recordOpen } from "./engagement";
+import * as pages from "./pages";
+import { changeSubscription, loadSubscription, type SubscriptionState } from "./subscriptions";
+
+const PIXEL = Buffer.from("R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7", "base64");
+const NO_STORE = "no-store, no-cache, must-revalidate, max-age=0, private";
+const TokenParams = t.Object({ token: t.String({ minLength: 1, maxLength: 8192 }) });
+
+function html(status: number, body: string): Response {
+  return new Response(body, {
+    status,
+    headers: {
+      "content-type": "text/html; charset=utf-8",
+      "cache-control": NO_STORE,
+      "referrer-policy": "no-referrer",
+      "x-robots-tag": "noindex, nofollow",
+      "x-content-type-options": "nosniff",
+      "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    },
+  });
+}
+
+/** Reads a small form body whatever its encoding (urlencoded, multipart, none). */
+async function formFields(request: Request): Promise<URLSearchParams> {
+  const type = request.headers.get("content-type") ?? "";
+  try {
+    if (type.startsWith("multipart/form-data")) {
+      const fd = await request.formData();
+      const out = new URLSearchParams();
+      for (const [k, v] of fd.entries()) if (typeof v === "string") out.append(k, v);
+      return out;
+    }
+    const text = await request.text();
+    return new URLSearchParams(text.length > 10_000 ? "" : text);
+  } catch {
+    return new URLSearchParams();
+  }
+}
+
+export function trackingRoutes(ctx: AppContext) {
+  const linksOf = (s: SubscriptionState, token: string) => {
+    const base = ctx.config.publicUrl;
+    return { unsubscribeUrl: base + PATHS.unsubscribe + token, subscribeUrl: base + PATHS.subscribe + token, manageUrl: base + PATHS.manage + token };
+  };
+  const safely = async (what: string, fn: () => Promise<unknown>) => {
+    try {
+      await fn();
+    } catch (err) {
+      // Never let bookkeeping break the recipient's image or link.
+      ctx.log.error(`tracking: ${what} not recorded`, { error: String((err as Error)?.stack ?? err) });
+    }
+  };
+
+  return new Elysia()
+    .get(
+      `${PATHS.open}:token`,
+      async ({ params }) => {
+        const tok = readOpenToken(ctx, params.token);
+        if (!tok) throw notFound("Tracking link");
+        await safely("open", () => recordOpen(ctx, tok.emailId));
+        return new Response(PIXEL, { headers: { "content-type": "image/gif", "cache-control": NO_STORE, "content-length": String(PIXEL.length) } });
+      },
+      { params: TokenParams },
+    )
+    .get(
+      `${PATHS.click}:token`,
+      async ({ params }) => {
+        const tok = readClickToken(ctx, params.token);
+        if (!tok || !/^https?:\/\//i.test(tok.url)) throw notFound("Tracking link");
+        await safely("click", () => recordClick(ctx, tok.emailId, tok.url));
+        return new Response(null, { status: 302, headers: { location: tok.url, "cache-control": NO_STORE, "referrer-policy": "no-referrer" } });
+      },
+      { params: TokenParams },
+    )
+    .get(
+      `${PATHS.unsubscribe}:token`,
+      async ({ params }) => {
+        const s = await loadSubscription(ctx, params.token);
+        return s ? html(200, pages.unsubscribePage(s, linksOf(s, params.token))) : html(404, pages.invalidLinkPage());
+      },
+      { params: TokenParams },
+    )
+    .post(
+      `${PATHS.unsubscribe}:token`,
+      async ({ params, request }) => {
+        // RFC 8058: a POST with List-Unsubscribe=One-Click unsubscribes at once; so does the page's form.
+        const fields = await formFields(request);
+        const oneClick = fields.get("List-Unsubscribe") === "One-Click";
+        const s = await changeSubscription(ctx, params.token, false, oneClick ? "one_click" : "unsubscribe_page");
+        return s ? html(200, pages.unsubscribedPage(s, linksOf(s, params.token))) : html(404, pages.invalidLinkPage());
+      },
+      { params: TokenParams, parse: "none" },
+    )
+    .get(
+      `${PATHS.subscribe}:token`,
+      async ({ params }) => {
+        const s = await loadSubscription(ctx, params.token);
+        return s ? html(200, pages.subscribePage(s, linksOf(s, params.token))) : html(404, pages.invalidLinkPage());
+      },
+      { params: TokenParams },
+    )
+    .post(
+      `${PATHS.subscribe}:token`,
+      async ({ params }) => {
+        const s = await changeSubscription(ctx, params.token, true, "subscribe_page");
+        return s ? html(200, pages.subscribedPage(s, linksOf(s, params.token))) : html(404, pages.invalidLinkPage());
+      },
+      { params: TokenParams, parse: "none" },
+    )
+    .get(
+      `${PATHS.manage}:token`,
+      async ({ params }) => {
+        const s = await loadSubscription(ctx, params.token);
+        return s ? html(200, pages.managePage(s)) : html(404, pages.invalidLinkPage());
+      },
+      { params: TokenParams },
+    )
+    .post(
+      `${PATHS.manage}:token`,
+      async ({ params, request }) => {
+        const fields = await formFields(request);
+        const v = fields.get("subscribed");
+        if (v !== "true" && v !== "false") {
+          const s = await loadSubscription(ctx, params.token);
+          return s ? html(400, pages.managePage(s)) : html(404, pages.invalidLinkPage());
+        }
+        const s = await changeSubscription(ctx, params.token, v === "true", "manage_page");
+        return s ? html(200, pages.managePage(s, true)) : html(404, pages.invalidLinkPage());
+      },
+      { params: TokenParams, parse: "none" },
+    );
+}
