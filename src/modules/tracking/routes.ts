@@ -32,7 +32,7 @@ function html(status: number, body: string): Response {
   });
 }
 
-/** Reads a small form body whatever its encoding (urlencoded, multipart, none). */
+/** Reads a small form body whatever its encoding (urlencoded, multipart, text). */
 async function formFields(request: Request): Promise<URLSearchParams> {
   const type = request.headers.get("content-type") ?? "";
   try {
@@ -63,7 +63,15 @@ export function trackingRoutes(ctx: AppContext) {
     }
   };
 
+  const formPaths = [PATHS.unsubscribe, PATHS.subscribe, PATHS.manage];
   return new Elysia()
+    .onRequest(({ request }) => {
+      // The app-wide parser reads a body without Content-Type as JSON (curl -d). A one-click POST
+      // without one (RFC 8058 senders, bare HTTP clients) is a form: label it before parsing.
+      if (request.method !== "POST" || request.headers.has("content-type")) return;
+      const path = new URL(request.url).pathname;
+      if (formPaths.some((p) => path.startsWith(p))) request.headers.set("content-type", "application/x-www-form-urlencoded");
+    })
     .get(
       `${PATHS.open}:token`,
       async ({ params }) => {
@@ -94,14 +102,14 @@ export function trackingRoutes(ctx: AppContext) {
     )
     .post(
       `${PATHS.unsubscribe}:token`,
-      async ({ params, request }) => {
+      async ({ params, body }) => {
         // RFC 8058: a POST with List-Unsubscribe=One-Click unsubscribes at once; so does the page's form.
-        const fields = await formFields(request);
+        const fields = body as URLSearchParams;
         const oneClick = fields.get("List-Unsubscribe") === "One-Click";
         const s = await changeSubscription(ctx, params.token, false, oneClick ? "one_click" : "unsubscribe_page");
         return s ? html(200, pages.unsubscribedPage(s, linksOf(s, params.token))) : html(404, pages.invalidLinkPage());
       },
-      { params: TokenParams, parse: "none" },
+      { params: TokenParams, parse: ({ request }) => formFields(request) },
     )
     .get(
       `${PATHS.subscribe}:token`,
@@ -117,7 +125,7 @@ export function trackingRoutes(ctx: AppContext) {
         const s = await changeSubscription(ctx, params.token, true, "subscribe_page");
         return s ? html(200, pages.subscribedPage(s, linksOf(s, params.token))) : html(404, pages.invalidLinkPage());
       },
-      { params: TokenParams, parse: "none" },
+      { params: TokenParams, parse: ({ request }) => formFields(request) },
     )
     .get(
       `${PATHS.manage}:token`,
@@ -129,8 +137,8 @@ export function trackingRoutes(ctx: AppContext) {
     )
     .post(
       `${PATHS.manage}:token`,
-      async ({ params, request }) => {
-        const fields = await formFields(request);
+      async ({ params, body }) => {
+        const fields = body as URLSearchParams;
         const v = fields.get("subscribed");
         if (v !== "true" && v !== "false") {
           const s = await loadSubscription(ctx, params.token);
@@ -139,6 +147,6 @@ export function trackingRoutes(ctx: AppContext) {
         const s = await changeSubscription(ctx, params.token, v === "true", "manage_page");
         return s ? html(200, pages.managePage(s, true)) : html(404, pages.invalidLinkPage());
       },
-      { params: TokenParams, parse: "none" },
+      { params: TokenParams, parse: ({ request }) => formFields(request) },
     );
 }
