@@ -70,7 +70,7 @@ test("a job interrupted by a restart resumes from its checkpoint", async () => {
   const id = await first.ctx.jobs.enqueue("test.chunks", {}, { maxAttempts: 5 });
   await first.drainJobs();
   // Simulate a crash mid-job: put it back to active, as a killed process would leave it.
-  await first.ctx.db.updateTable("jobs").set({ state: "active" }).where("id", "=", id).execute();
+  await first.ctx.db.updateTable("jobs").set({ state: "active", run_at: 0 }).where("id", "=", id).execute();
   const dbPath = first.dbPath;
   await first.stop();
 
