@@ -148,3 +148,10 @@ describe("plumbing", () => {
     expect(r.body).toMatchObject({ version: expect.any(String), features: { signups: true, billing: false } });
   });
 });
+
+test("GET /v1/key tells which project and key type a key belongs to", async () => {
+  const s = await srv.api("/v1/key", { key: a.secretKey });
+  expect(s.body).toEqual({ success: true, data: { projectId: a.projectId, type: "secret" } });
+  const p = await srv.api("/v1/key", { key: a.publicKey });
+  expect(p.body.data.type).toBe("public");
+});
