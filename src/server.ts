@@ -87,7 +87,7 @@ export function buildApp(ctx: AppContext) {
         throw badRequest("Malformed request body: expected valid JSON");
       }
     });
-  const { httpRequests, httpDuration } = ctx.metrics;
+  const http = ctx.metrics.http;
   app = app
     .onRequest(({ request }) => {
       started.set(request, performance.now());
@@ -98,8 +98,7 @@ export function buildApp(ctx: AppContext) {
       const status = String(c.set?.status ?? 200);
       // The route pattern, never the raw path: ids in paths would explode the label set.
       const route = c.route || "unmatched";
-      httpRequests.inc({ method: c.request.method, route, status });
-      httpDuration.observe({ method: c.request.method, route }, ms / 1000);
+      http.record(c.request.method, route, status, ms / 1000);
       if (ctx.config.logRequests) {
         const path = c.path ?? new URL(c.request.url).pathname;
         ctx.log.line(`${c.request.method} ${path} ${status} ${ms.toFixed(1)}ms ${c.auth?.projectId || "-"}`);

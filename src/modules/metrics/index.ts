@@ -18,7 +18,7 @@ export function metricsRoutes(ctx: AppContext) {
     const token = ctx.config.metricsToken;
     if (token && !tokenMatches(request.headers.get("authorization"), token)) throw unauthorized("A valid metrics token is required");
     set.headers["content-type"] = ctx.metrics.registry.contentType;
-    return ctx.metrics.registry.metrics();
+    return (await ctx.metrics.registry.metrics()) + ctx.metrics.http.text();
   });
 }
 
