@@ -78,6 +78,8 @@ test("backup makes a readable, consistent copy while writes continue", async () 
   expect((copy.query("SELECT count(*) AS n FROM users").get() as { n: number }).n).toBe(1);
   copy.close();
   // After SIGTERM the stopped file alone is complete (WAL checkpointed and truncated).
+  const wal = Bun.file(db + "-wal");
+  expect((await wal.exists()) ? wal.size : 0).toBe(0);
   const stopped = new Database(db, { readonly: true });
   expect((stopped.query("SELECT count(*) AS n FROM projects").get() as { n: number }).n).toBe(written + 1);
   stopped.close();
