@@ -6,6 +6,7 @@ import { emptyHooks, type AppContext } from "./context";
 import { openStore } from "./db";
 import { migrate } from "./db/migrate";
 import { badRequest } from "./http/errors";
+import { corsPlugin } from "./http/cors";
 import { errorPlugin } from "./http/error-plugin";
 import { clearUnfinishedKeys, purgeExpiredKeys } from "./http/idempotency";
 import { KeyCache } from "./http/keys";
@@ -76,6 +77,7 @@ export function buildApp(ctx: AppContext) {
   const started = new WeakMap<Request, number>();
   let app = new Elysia({ serve: { maxRequestBodySize: MAX_BODY_BYTES } })
     .use(errorPlugin(ctx.log))
+    .use(corsPlugin())
     .onParse(async ({ request, contentType }) => {
       // A JSON body sent without a content type is still JSON to our clients (curl -d).
       if (contentType) return;

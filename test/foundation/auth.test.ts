@@ -155,3 +155,16 @@ test("GET /v1/key tells which project and key type a key belongs to", async () =
   const p = await srv.api("/v1/key", { key: a.publicKey });
   expect(p.body.data.type).toBe("public");
 });
+
+test("CORS: browsers may call key-authenticated endpoints (preflight and response headers), never with credentials", async () => {
+  const pre = await srv.api("/v1/key", { method: "OPTIONS", headers: { origin: "https://shop.example", "access-control-request-headers": "authorization, content-type" } });
+  expect(pre.status).toBe(204);
+  expect(pre.headers.get("access-control-allow-origin")).toBe("*");
+  expect(pre.headers.get("access-control-allow-headers")).toContain("authorization");
+  expect(pre.headers.get("access-control-allow-credentials")).toBeNull();
+  const r = await srv.api("/v1/key", { key: a.publicKey, headers: { origin: "https://shop.example" } });
+  expect(r.headers.get("access-control-allow-origin")).toBe("*");
+  const err = await srv.api("/v1/key", { key: "pk_wrongwrongwrong", headers: { origin: "https://shop.example" } });
+  expect(err.status).toBe(401);
+  expect(err.headers.get("access-control-allow-origin")).toBe("*");
+});
