@@ -110,6 +110,19 @@ describe("inbound SMTP listener", () => {
     expect((await contactRow(srv, m.contactId)).subscribed).toBe(0);
   });
 
+  test("reports to abuse@/postmaster@ our hostname find the email by the Message-ID they quote", async () => {
+    const m = await sent("jmrp@outlook.example");
+    const raw = arfReport({ emailId: m.emailId, to: "jmrp@outlook.example", returnPath: "someone-else@elsewhere.example" }, { originalMailFrom: false, to: "abuse@mailsvc.test" });
+    const r = await sendSmtp(port, { from: "staff@outlook.example", to: ["abuse@mailsvc.test"], raw });
+    expect(r.ok).toBe(true);
+    expect((await emailRow(srv, m.emailId)).status).toBe("COMPLAINED");
+    // Plain mail to postmaster is accepted (RFC 5321) and only logged.
+    const p = await sendSmtp(port, { from: "a@b.example", to: ["postmaster@mailsvc.test"], raw: plainMessage({ from: "a@b.example", to: "postmaster@mailsvc.test", subject: "hello" }) });
+    expect(p.ok).toBe(true);
+    expect(await contactByEmail(srv, acct.projectId, "a@b.example")).toBeUndefined();
+    expect((await sendSmtp(port, { from: "a@b.example", to: ["random@mailsvc.test"], raw: "Subject: x\r\n\r\n" })).responseCode).toBe(550);
+  });
+
   test("mail to the List-Unsubscribe mailto address unsubscribes; a forged one is refused at RCPT", async () => {
     const m = await sent("mailto-unsub@example.net");
     const d = await decorateMessage(srv.ctx, {

@@ -5,6 +5,8 @@
 // - unsubscribe+<emailId>-<sig>@<bounce domain>          the List-Unsubscribe mailto address
 // - any address at a VERIFIED sender domain of a project (or its bounce domain): reports found by the
 //   Message-ID they quote, otherwise ordinary inbound mail (`email.received`).
+// - postmaster@, abuse@ and fbl@ our own hostname (MAILSVC_HOSTNAME): reports about any email we sent
+//   (feedback loops registered for the sending IP); other mail there is only logged.
 import { simpleParser, type AddressObject } from "mailparser";
 import type { AppContext } from "../../context";
 import { domainOf, isValidEmail, normalizeEmail } from "../../mail/address";
@@ -17,7 +19,10 @@ import { applyBounce, applyComplaint, applyDeliveredReport, recordReceived, unsu
 export type Route =
   | { kind: "bounce"; emailId: string; projectId: string }
   | { kind: "unsubscribe"; emailId: string; projectId: string }
-  | { kind: "domain"; projectIds: string[]; bounceDomain: boolean };
+  | { kind: "domain"; projectIds: string[]; bounceDomain: boolean }
+  | { kind: "system" };
+
+const SYSTEM_MAILBOXES = new Set(["postmaster", "abuse", "fbl"]);
 
 /** Domains an email's feedback address may use: the sender's bounce domain, the sender domain, our hostname. */
 function feedbackDomains(ctx: AppContext, fromEmail: string): string[] {
@@ -52,6 +57,7 @@ export async function routeRecipient(ctx: AppContext, address: string): Promise<
     const r = u ? await emailRoute(ctx, u.emailId, domain) : null;
     return r ? { kind: "unsubscribe", ...r } : null;
   }
+  if (domain === ctx.config.hostname.toLowerCase() && SYSTEM_MAILBOXES.has(local.toLowerCase())) return { kind: "system" };
   const direct = await projectsWithVerifiedDomain(ctx.db, domain);
   if (direct.length) return { kind: "domain", projectIds: direct, bounceDomain: false };
   // <anything>@bounces.<verified domain>: feedback loops (ARF) often write to a fixed address there.
@@ -68,7 +74,7 @@ export async function routeRecipient(ctx: AppContext, address: string): Promise<
 
 /** The email a report is about: the VERP address it came to, else the Return-Path or Message-ID it quotes. */
 async function reportEmailId(ctx: AppContext, route: Route, report: Report): Promise<string | null> {
-  if (route.kind !== "domain") return route.emailId;
+  if (route.kind === "bounce" || route.kind === "unsubscribe") return route.emailId;
   const candidates = [
     report.kind === "feedback-report" ? report.arf.originalMailFrom : null,
     report.original?.returnPath ?? null,
@@ -83,12 +89,9 @@ async function reportEmailId(ctx: AppContext, route: Route, report: Report): Pro
   const mid = report.original?.messageId;
   if (mid) {
     const bare = mid.replace(/^<|>$/g, "");
-    const row = await ctx.db
-      .selectFrom("emails")
-      .select("id")
-      .where("message_id", "in", [mid, bare])
-      .where("project_id", "in", route.projectIds)
-      .executeTakeFirst();
+    let q = ctx.db.selectFrom("emails").select("id").where("message_id", "in", [mid, bare]);
+    if (route.kind === "domain") q = q.where("project_id", "in", route.projectIds);
+    const row = await q.executeTakeFirst();
     if (row) return row.id;
   }
   return null;
@@ -97,7 +100,8 @@ async function reportEmailId(ctx: AppContext, route: Route, report: Report): Pro
 async function applyReport(ctx: AppContext, route: Route, report: Report, log: Record<string, unknown>): Promise<FeedbackOutcome | "no-email"> {
   const emailId = await reportEmailId(ctx, route, report);
   if (!emailId) return "no-email";
-  const projectIds = route.kind === "domain" ? route.projectIds : [route.projectId];
+  // Scope: the email of a VERP address, the projects owning a domain, or (our hostname) any project.
+  const projectIds = route.kind === "domain" ? route.projectIds : route.kind === "system" ? undefined : [route.projectId];
   if (report.kind === "feedback-report") {
     if (report.arf.feedbackType === "not-spam") return "ignored";
     return applyComplaint(ctx, { emailId, projectIds, feedbackType: report.arf.feedbackType, userAgent: report.arf.userAgent, sourceIp: report.arf.sourceIp });
@@ -139,7 +143,8 @@ export async function handleInbound(ctx: AppContext, msg: InboundMessage<Route>)
   // One message may name several of our addresses; act once per distinct target.
   const seen = new Set<string>();
   for (const { route } of msg.recipients) {
-    const key = route.kind === "domain" ? `domain:${route.projectIds.join(",")}:${route.bounceDomain}` : `${route.kind}:${route.emailId}`;
+    const key =
+      route.kind === "domain" ? `domain:${route.projectIds.join(",")}:${route.bounceDomain}` : route.kind === "system" ? "system" : `${route.kind}:${route.emailId}`;
     if (seen.has(key)) continue;
     seen.add(key);
     if (report) {
