@@ -44,6 +44,8 @@ export interface BounceReport {
   diagnostic: string | null;
   recipient: string | null;
   remoteMta: string | null;
+  /** Where the report came from (event data): "dsn" (default) or "ses". */
+  source?: string;
 }
 
 export type FeedbackOutcome = "applied" | "noted" | "ignored" | "unknown-email";
@@ -82,7 +84,7 @@ export async function applyBounce(ctx: AppContext, r: BounceReport): Promise<Fee
             emailId: e.id,
             ...(e.campaign_id ? { campaignId: e.campaign_id } : {}),
             type: "hard",
-            source: "dsn",
+            source: r.source ?? "dsn",
             status: r.status,
             diagnostic: r.diagnostic,
             ...(r.remoteMta ? { remoteMta: r.remoteMta } : {}),

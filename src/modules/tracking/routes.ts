@@ -4,14 +4,16 @@
 //   GET  /unsubscribe/:token    confirm page;  POST unsubscribes (form or RFC 8058 one-click)
 //   GET  /subscribe/:token      confirm page;  POST subscribes
 //   GET  /manage/:token         preferences;   POST subscribed=true|false
+//   POST /webhooks/sns          Amazon SES notifications through SNS (signature verified)
 // A token that does not verify is 404 (JSON envelope for pixel/redirect, an HTML page for pages).
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../../context";
-import { notFound } from "../../http/errors";
+import { badRequest, forbidden, notFound } from "../../http/errors";
 import { readClickToken, readOpenToken } from "../../mail/tokens";
 import { PATHS } from "../../mail/tracking";
 import { recordClick, recordOpen } from "./engagement";
 import * as pages from "./pages";
+import { handleSns } from "./sns";
 import { changeSubscription, loadSubscription, type SubscriptionState } from "./subscriptions";
 
 const PIXEL = Buffer.from("R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7", "base64");
@@ -148,5 +150,16 @@ export function trackingRoutes(ctx: AppContext) {
         return s ? html(200, pages.managePage(s, true)) : html(404, pages.invalidLinkPage());
       },
       { params: TokenParams, parse: ({ request }) => formFields(request) },
+    )
+    .post(
+      "/webhooks/sns",
+      async ({ body }) => {
+        const r = await handleSns(ctx, body);
+        if (r.status === 400) throw badRequest(`Not a valid SNS message: ${r.outcome}`);
+        if (r.status === 403) throw forbidden("SNS message signature could not be verified");
+        return { success: true, outcome: r.outcome };
+      },
+      // SNS posts JSON labelled text/plain: read the text whatever the label says.
+      { parse: async ({ request }) => (request.headers.get("content-length") === "0" ? "" : (await request.text()).slice(0, 256 * 1024)) },
     );
 }
