@@ -86,14 +86,15 @@ export function trackingApplies(mode: string, type: MailType): boolean {
   return true;
 }
 
+const SETTINGS_SQL = `SELECT p.tracking AS tracking, c.from_email AS from_email
+  FROM projects p LEFT JOIN emails e ON e.id = ?1 AND e.project_id = p.id LEFT JOIN email_contents c ON c.id = e.content_id
+  WHERE p.id = ?2`;
+
+/** The project's tracking mode and the email's sender: one cached statement per message (campaign hot path). */
 async function messageSettings(ctx: AppContext, input: DecorateInput): Promise<{ mode: string; fromEmail: string | null }> {
-  const row = await ctx.db
-    .selectFrom("projects as p")
-    .leftJoin("emails as e", (j) => j.on("e.id", "=", input.emailId).onRef("e.project_id", "=", "p.id"))
-    .leftJoin("email_contents as c", "c.id", "e.content_id")
-    .select(["p.tracking", "c.from_email"])
-    .where("p.id", "=", input.projectId)
-    .executeTakeFirst();
+  const row = await ctx.store.exclusive((sqlite) =>
+    sqlite.query<{ tracking: string; from_email: string | null }, [string, string]>(SETTINGS_SQL).get(input.emailId, input.projectId),
+  );
   return { mode: row?.tracking ?? "ENABLED", fromEmail: input.fromEmail ?? row?.from_email ?? null };
 }
 
