@@ -11,6 +11,18 @@ const IdParams = t.Object({ id: t.String() });
 export function templateRoutes(ctx: AppContext) {
   return new Elysia()
     .use(authPlugin(ctx))
+    .macro({
+      // The spec's one bare case for templates: no `from` at all is 400 `{ error }`, before field
+      // validation (a macro, so that it runs after the auth macro's check).
+      requireFrom: (on: boolean) => ({
+        transform({ body }: { body: unknown }) {
+          const b = body as Record<string, unknown> | null;
+          if (on && b && typeof b === "object" && !Array.isArray(b) && (b.from === undefined || b.from === null || b.from === "")) {
+            throw new BareError(400, "from is required: the sender address of the template (its domain must be verified)");
+          }
+        },
+      }),
+    })
     .get(
       "/templates",
       ({ auth, query }) => svc.listTemplates(ctx, auth.projectId, query, parseOffsetParams(query)),
@@ -25,13 +37,7 @@ export function templateRoutes(ctx: AppContext) {
       },
       {
         auth: "secret",
-        // The spec's one bare case for templates: no `from` at all is 400 `{ error }`, before field validation.
-        transform({ body }) {
-          const b = body as Record<string, unknown> | null;
-          if (b && typeof b === "object" && !Array.isArray(b) && (b.from === undefined || b.from === null || b.from === "")) {
-            throw new BareError(400, "from is required: the sender address of the template (its domain must be verified)");
-          }
-        },
+        requireFrom: true,
         body: schemas.CreateTemplate,
       },
     )
