@@ -57,7 +57,8 @@ const TYPO_TARGETS = [...new Set([...POPULAR_DOMAINS, ...PERSONAL_DOMAINS])];
  * (att.com, ibm.com) are not "corrected" into other providers.
  */
 export function typoSuggestion(email: string, domain: string): string | null {
-  if (PERSONAL_DOMAINS.has(domain) || inDomainSet(ALIAS_DOMAINS, domain) || inDomainSet(disposableSet(), domain)) return null;
+  // Not skipped for disposable domains: squatted typo domains (gmial.com) are on that list too.
+  if (PERSONAL_DOMAINS.has(domain) || inDomainSet(ALIAS_DOMAINS, domain)) return null;
   const s = suggestEmail({ email, domains: TYPO_TARGETS, topLevelDomains: [], secondLevelDomains: [] });
   if (!s || s.domain === domain) return null;
   const dist = editDistance(domain, s.domain);
