@@ -183,12 +183,12 @@ describe("duplicate and usage", () => {
     expect(empty.body).toEqual({ campaigns: [], workflows: [] });
 
     // What the campaigns and workflows modules plug in.
-    srv.ctx.hooks.templateUsage.push(async (_c, projectId, templateId) =>
-      projectId === acc.projectId && templateId === t.id ? { campaigns: [{ id: "c1", name: "Launch", status: "DRAFT" }] } : {},
-    );
-    srv.ctx.hooks.templateUsage.push(async (_c, projectId, templateId) =>
-      projectId === acc.projectId && templateId === t.id ? { workflows: [{ id: "w1", name: "Onboarding", stepId: "s1" }] } : {},
-    );
+    srv.ctx.hooks.templateUsage.push(async (_c, projectId, templateId) => ({
+      campaigns: projectId === acc.projectId && templateId === t.id ? [{ id: "c1", name: "Launch", status: "DRAFT" }] : [],
+    }));
+    srv.ctx.hooks.templateUsage.push(async (_c, projectId, templateId) => ({
+      workflows: projectId === acc.projectId && templateId === t.id ? [{ id: "w1", name: "Onboarding", stepId: "s1" }] : [],
+    }));
     const used = await srv.api(`/templates/${t.id}/usage`, { key: acc.secretKey });
     expect(used.body).toEqual({ campaigns: [{ id: "c1", name: "Launch", status: "DRAFT" }], workflows: [{ id: "w1", name: "Onboarding", stepId: "s1" }] });
 
