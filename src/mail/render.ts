@@ -287,8 +287,9 @@ function toText(v: unknown): string {
 }
 
 const ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;", "`": "&#96;" };
+const NEEDS_ESCAPE = /[&<>"'`]/;
 export function escapeHtml(s: string): string {
-  return s.replace(/[&<>"'`]/g, (c) => ESCAPES[c]!);
+  return NEEDS_ESCAPE.test(s) ? s.replace(/[&<>"'`]/g, (c) => ESCAPES[c]!) : s;
 }
 
 function valueOf(slot: Slot, vars: Vars): string {

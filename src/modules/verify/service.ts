@@ -89,18 +89,20 @@ interface DnsFacts {
 }
 
 async function dnsFacts(r: Resolver, domain: string): Promise<DnsFacts> {
-  const [mx, a, aaaa, www] = await Promise.all([
+  const [mx, a, aaaa, www, ns] = await Promise.all([
     attempt(() => r.resolveMx(domain), [] as { exchange: string; priority: number }[]),
     attempt(() => r.resolve4(domain), [] as string[]),
     attempt(() => r.resolve6(domain), [] as string[]),
     attempt(() => r.resolve4(`www.${domain}`), [] as string[]),
+    // A delegated zone exists even when it publishes neither MX nor A (Bun reports "no data" as not found).
+    attempt(() => r.resolveNs(domain), [] as string[]),
   ]);
   const mxList = mx.ok ? mx.value : [];
   const nullMx = mxList.length > 0 && mxList.every((m) => m.exchange === "" || m.exchange === ".");
   const has = (l: Lookup<unknown[]>) => l.ok && l.value.length > 0;
   const nodata = [mx, a, aaaa].some((l) => !l.ok && l.code === "ENODATA");
   const hard = [mx, a, aaaa].find((l) => !l.ok && l.code !== "ENODATA") as { ok: false; code: string } | undefined;
-  const domainExists = mxList.length > 0 || has(a) || has(aaaa) || nodata;
+  const domainExists = mxList.length > 0 || has(a) || has(aaaa) || has(ns) || nodata;
   return {
     domainExists,
     hasWebsite: has(a) || has(aaaa) || has(www),
