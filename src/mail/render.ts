@@ -12,7 +12,8 @@
  * Only own properties are read (`{{constructor}}` is empty, never a prototype member).
  *
  * Bodies are HTML-escaped (renderHtml), subjects are not escaped but lose CR/LF and control
- * characters (renderSubject), plain text and webhook bodies are neither (renderText).
+ * characters (renderSubject), plain text is neither (renderText), JSON webhook bodies escape values
+ * for a JSON string (renderJson).
  * Compiled templates are cached by source: a campaign renders one template thousands of times.
  */
 
@@ -304,7 +305,12 @@ function asCompiled(tpl: Source): CompiledTemplate {
   return typeof tpl === "string" ? compile(tpl) : tpl;
 }
 
-function render(tpl: Source, vars: Vars, escape: boolean): string {
+/** Inside a JSON string literal: quotes, backslashes and control characters escaped. */
+function escapeJsonString(s: string): string {
+  return JSON.stringify(s).slice(1, -1);
+}
+
+function render(tpl: Source, vars: Vars, escape: ((s: string) => string) | null): string {
   const parts = asCompiled(tpl).parts;
   let out = "";
   for (let i = 0; i < parts.length; i++) {
@@ -312,7 +318,7 @@ function render(tpl: Source, vars: Vars, escape: boolean): string {
     if (typeof p === "string") out += p;
     else {
       const v = valueOf(p, vars);
-      out += escape && !p.raw ? escapeHtml(v) : v;
+      out += escape && !p.raw ? escape(v) : v;
     }
   }
   return out;
@@ -320,12 +326,20 @@ function render(tpl: Source, vars: Vars, escape: boolean): string {
 
 /** HTML bodies: values are HTML-escaped, `{{{raw}}}` is not. */
 export function renderHtml(tpl: Source, vars: Vars): string {
-  return render(tpl, vars, true);
+  return render(tpl, vars, escapeHtml);
 }
 
 /** Plain text and webhook bodies: nothing is escaped. */
 export function renderText(tpl: Source, vars: Vars): string {
-  return render(tpl, vars, false);
+  return render(tpl, vars, null);
+}
+
+/**
+ * JSON bodies (workflow webhooks): `"{{name}}"` stays a valid JSON string whatever the value holds
+ * (quotes, backslashes, newlines are escaped); `{{{raw}}}` is inserted as is.
+ */
+export function renderJson(tpl: Source, vars: Vars): string {
+  return render(tpl, vars, escapeJsonString);
 }
 
 /** Removes what may never reach a header: line breaks become one space, other control characters go. */
@@ -335,5 +349,5 @@ export function headerSafe(s: string): string {
 
 /** Subjects (and other header values): never HTML-escaped, CR/LF stripped. */
 export function renderSubject(tpl: Source, vars: Vars): string {
-  return headerSafe(render(tpl, vars, false));
+  return headerSafe(render(tpl, vars, null));
 }

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { compile, renderHtml, renderSubject, renderText, TemplateSyntaxError, usesVariable } from "../../src/mail/render";
+import { compile, renderHtml, renderJson, renderSubject, renderText, TemplateSyntaxError, usesVariable } from "../../src/mail/render";
 
 const contact = {
   email: "ada@example.com",
@@ -84,6 +84,14 @@ describe("escaping", () => {
 
   test("a backslash before {{ prints the braces", () => {
     expect(renderHtml("Use \\{{name}} for names, {{firstName}}", contact)).toBe("Use {{name}} for names, Ada");
+  });
+});
+
+describe("JSON bodies", () => {
+  test("values stay inside their JSON string; raw inserts as is", () => {
+    const vars = { name: 'Ada "the first"\\\n', n: 3, obj: { a: [1, 2] } };
+    const out = renderJson('{"name":"{{name}}","n":{{{n}}},"obj":{{{obj}}},"missing":"{{nope}}"}', vars);
+    expect(JSON.parse(out)).toEqual({ name: vars.name, n: 3, obj: { a: [1, 2] }, missing: "" });
   });
 });
 

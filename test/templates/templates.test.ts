@@ -156,6 +156,18 @@ describe("get, patch, delete", () => {
     expect((await patch(t.id, { from: "news@tpl.example" })).body.from).toBe("news@tpl.example");
   });
 
+  test("an unchanged from is not re-checked, so a template stays editable after its domain fails", async () => {
+    const d = await addVerifiedDomain(srv.api, dns, acc, "fading.example");
+    const t = (await create({ ...base, from: "news@fading.example" })).body;
+    dns.remove(d.records.find((r) => r.purpose === "dkim")!.name);
+    expect((await srv.api(`/domains/${d.id}/verify`, { key: acc.secretKey })).body.status).toBe("FAILED");
+    const res = await patch(t.id, { ...base, name: "Still editable", from: "NEWS@fading.example" });
+    expect(res.status).toBe(200);
+    expect(res.body.name).toBe("Still editable");
+    expect((await patch(t.id, { from: "other@fading.example" })).status).toBe(403);
+    expect((await create({ ...base, from: "news@fading.example" })).status).toBe(403);
+  });
+
   test("delete removes it", async () => {
     const t = (await create(base)).body;
     const del = await srv.api(`/templates/${t.id}`, { method: "DELETE", key: acc.secretKey });

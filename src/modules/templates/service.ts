@@ -104,7 +104,10 @@ export async function createTemplate(ctx: AppContext, projectId: string, input: 
 export async function updateTemplate(ctx: AppContext, projectId: string, id: string, patch: TemplatePatch): Promise<TemplateRow> {
   const current = await getTemplate(ctx, projectId, id);
   assertTemplateSyntax(patch);
-  if (patch.from !== undefined) await assertSenderAllowed(ctx, projectId, patch.from);
+  // The sender is checked when it changes: resaving a whole template must not fail on an unchanged from.
+  if (patch.from !== undefined && patch.from.trim().toLowerCase() !== current.from_email.toLowerCase()) {
+    await assertSenderAllowed(ctx, projectId, patch.from);
+  }
   const set: Partial<TemplateRow> = {};
   if (patch.name !== undefined) set.name = patch.name;
   if (patch.description !== undefined) set.description = patch.description;
