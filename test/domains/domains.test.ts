@@ -106,6 +106,13 @@ describe("verification", () => {
 
     const listed = (await listDomains()).body.find((x) => x.id === d.id)!;
     expect(listed).toMatchObject({ status: "VERIFIED", verified: true });
+
+    // A check that finds nothing new moves lastCheckedAt, not updatedAt or verifiedAt.
+    srv.clock.advance(5000);
+    const again = (await verify(d.id)).body;
+    expect(again.updatedAt).toBe(v.updatedAt);
+    expect(again.verifiedAt).toBe(v.verifiedAt);
+    expect(Date.parse(again.lastCheckedAt!)).toBeGreaterThan(Date.parse(v.lastCheckedAt!));
   });
 
   test("a DKIM record with another key makes the domain FAILED and says why", async () => {

@@ -6,7 +6,7 @@ export const domainsModule: ModuleDef = {
   name: "domains",
   routes: domainRoutes,
   install(ctx) {
-    ctx.schedules.every("domains.verify", ctx.config.domainCheckIntervalMs, async () => {
+    ctx.schedules.every("domains.verify", Math.max(1000, ctx.config.domainCheckIntervalMs), async () => {
       const r = await verifyAllDomains(ctx);
       if (r.changed) ctx.log.info("domains re-checked", r);
     });

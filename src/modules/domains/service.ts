@@ -144,9 +144,12 @@ export async function verifyDomain(ctx: AppContext, row: DomainRow): Promise<Dom
   const status: DomainStatus = result.dkim === "error" ? row.status : dkim.status;
   const now = ctx.clock.now();
   const verifiedAt = status === "VERIFIED" ? (row.status === "VERIFIED" && row.verified_at ? row.verified_at : now) : row.verified_at;
+  const records = JSON.stringify(result.records);
+  // updatedAt moves when something the user sees changed, not on every background check.
+  const changed = status !== row.status || records !== row.records;
   const updated = await ctx.db
     .updateTable("domains")
-    .set({ status, records: JSON.stringify(result.records), verified_at: verifiedAt, last_checked_at: now, updated_at: now })
+    .set({ status, records, verified_at: verifiedAt, last_checked_at: now, updated_at: changed ? now : row.updated_at })
     .where("id", "=", row.id)
     .returningAll()
     .executeTakeFirst();
