@@ -8,15 +8,20 @@ import { compile, renderHtml, renderSubject } from "../../src/mail/render";
 
 const seconds = Number(process.argv[2] ?? 2);
 
-function measure(fn: (i: number) => unknown): number {
-  for (let i = 0; i < 200; i++) fn(i); // warm-up
+function once(fn: (i: number) => unknown, ms: number): number {
   let n = 0;
   const t0 = performance.now();
-  const until = t0 + seconds * 1000;
+  const until = t0 + ms;
   while (performance.now() < until) {
     for (let k = 0; k < 50; k++) fn(n++);
   }
   return n / ((performance.now() - t0) / 1000);
+}
+
+/** Best of three rounds (the machine is shared: the best round is the least disturbed one). */
+function measure(fn: (i: number) => unknown): number {
+  for (let i = 0; i < 200; i++) fn(i); // warm-up
+  return Math.max(once(fn, (seconds * 1000) / 3), once(fn, (seconds * 1000) / 3), once(fn, (seconds * 1000) / 3));
 }
 const fmt = (x: number) => Math.round(x).toLocaleString("en-US");
 
