@@ -3,7 +3,7 @@
 // `decorateMessage` on the rendered HTML before composing: open pixel, click-tracked links,
 // the MARKETING footer and the List-Unsubscribe headers, as the project's settings say.
 import type { AppContext } from "../context";
-import { bounceDomainFor } from "../modules/tracking/audience";
+import { bounceDomainFor } from "../modules/domains/records";
 import { domainOf } from "./address";
 import { clickToken, openToken, subscriptionToken, unsubscribeLocalPart } from "./tokens";
 

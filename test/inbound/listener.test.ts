@@ -150,7 +150,11 @@ describe("inbound SMTP listener", () => {
 
   test("unknown domains, unknown emails and unknown addresses are refused at RCPT", async () => {
     const raw = plainMessage({ from: "x@sender.example", to: "someone@nowhere.example", subject: "hi" });
+    await verifiedDomain(srv, acct.projectId, "pending.example", "PENDING");
+    await verifiedDomain(srv, acct.projectId, "failed.example", "FAILED");
     for (const to of [
+      "hello@pending.example", // a domain must be VERIFIED to receive
+      "hello@failed.example",
       "someone@nowhere.example",
       `bounces+${Bun.randomUUIDv7()}@bounces.example.com`, // no such email
       "anyone@bounces.nowhere.example",

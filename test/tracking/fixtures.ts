@@ -3,7 +3,7 @@ import { sql } from "kysely";
 import type { TestServer } from "../support/server";
 
 /**
- * TEMPORARY: the audience and domain tables come from other issues' migrations; until they are
+ * TEMPORARY: the audience tables come from another issue's migration; until it is
  * merged, create their agreed shape here (IF NOT EXISTS: a no-op once the real ones exist).
  */
 export async function ensureAudienceSchema(srv: TestServer) {
@@ -13,8 +13,6 @@ export async function ensureAudienceSchema(srv: TestServer) {
       UNIQUE (project_id, email))`);
     db.exec(`CREATE TABLE IF NOT EXISTS events (id TEXT PRIMARY KEY, project_id TEXT NOT NULL, contact_id TEXT NOT NULL, name TEXT NOT NULL,
       data TEXT NOT NULL DEFAULT '{}', email_id TEXT, created_at INTEGER NOT NULL)`);
-    db.exec(`CREATE TABLE IF NOT EXISTS domains (id TEXT PRIMARY KEY, project_id TEXT NOT NULL, domain TEXT NOT NULL, status TEXT NOT NULL,
-      created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL)`);
   });
 }
 
@@ -26,10 +24,25 @@ export async function insertContact(srv: TestServer, projectId: string, email: s
   return id;
 }
 
-export async function verifiedDomain(srv: TestServer, projectId: string, domain: string) {
+/** A sender domain in VERIFIED state (the DNS dance is the domains module's own test). */
+export async function verifiedDomain(srv: TestServer, projectId: string, domain: string, status: "VERIFIED" | "PENDING" | "FAILED" = "VERIFIED") {
   const now = srv.clock.now();
-  await sql`INSERT INTO domains (id, project_id, domain, status, created_at, updated_at)
-    VALUES (${Bun.randomUUIDv7()}, ${projectId}, ${domain}, 'VERIFIED', ${now}, ${now})`.execute(srv.ctx.db);
+  await srv.ctx.db
+    .insertInto("domains")
+    .values({
+      id: Bun.randomUUIDv7(),
+      project_id: projectId,
+      domain,
+      status,
+      dkim_selector: "mailsvc",
+      dkim_private_key: "unused",
+      dkim_public_key: "unused",
+      verified_at: now,
+      last_checked_at: now,
+      created_at: now,
+      updated_at: now,
+    })
+    .execute();
 }
 
 export interface EmailFixture {

@@ -1,6 +1,6 @@
 // The feedback loop's view of the audience (contacts, events) and of sender domains.
 // One narrow adapter so the rest of the module does not care where these live.
-// TEMPORARY: until issues 3 (contacts/events) and 4 (domains) are on main, these are minimal
+// TEMPORARY: until issue 3 (contacts/events) is on main, the audience calls are minimal
 // implementations over the agreed schema; after the merge they delegate to the real services.
 import { sql, type Kysely, type Transaction } from "kysely";
 import type { AppContext } from "../../context";
@@ -95,11 +95,10 @@ export async function notifyEvents(ctx: AppContext, events: PendingEvent[]): Pro
 // ---- sender domains ----------------------------------------------------------------------------
 
 /** The bounce subdomain of a sender domain (its MX points at MAILSVC_HOSTNAME). */
-export const bounceDomainFor = (domain: string) => `bounces.${domain.toLowerCase()}`;
+export { bounceDomainFor } from "../domains/service";
 
-/** Projects for which `domain` is a VERIFIED sender domain. */
+/** Projects for which `domain` is a VERIFIED sender domain (index domains_domain_status). */
 export async function projectsWithVerifiedDomain(db: Conn, domain: string): Promise<string[]> {
-  const r = await sql<{ project_id: string }>`
-    SELECT project_id FROM domains WHERE domain = ${domain.toLowerCase()} AND status = 'VERIFIED'`.execute(db);
-  return r.rows.map((x) => x.project_id);
+  const rows = await db.selectFrom("domains").select("project_id").where("domain", "=", domain.toLowerCase()).where("status", "=", "VERIFIED").execute();
+  return rows.map((x) => x.project_id);
 }
