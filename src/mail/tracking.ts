@@ -79,6 +79,11 @@ export function subscriptionUrls(ctx: AppContext, projectId: string, contactId: 
   };
 }
 
+/** Whether a body source places the unsubscribe link itself (`{{unsubscribeUrl}}`, `{{{ unsubscribeUrl }}}`…): then no footer. */
+export function usesUnsubscribeUrl(source: string): boolean {
+  return /\{\{\{?\s*unsubscribeUrl\s*(\?\?[^}]*)?\}/.test(source);
+}
+
 /** ENABLED tracks every type; MARKETING_ONLY tracks list mail (MARKETING and HEADLESS); DISABLED nothing. */
 export function trackingApplies(mode: string, type: MailType): boolean {
   if (mode === "DISABLED") return false;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { decodeEntities, decorateHtml, decorateMessage, subscriptionUrls } from "../../src/mail/tracking";
+import { decodeEntities, decorateHtml, decorateMessage, subscriptionUrls, usesUnsubscribeUrl } from "../../src/mail/tracking";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
 import { ensureAudienceSchema, hrefs, imgSrcs, insertContact, insertEmail } from "./fixtures";
 
@@ -44,6 +44,11 @@ describe("decorateHtml (pure)", () => {
   test("nothing to add returns the body untouched", () => {
     const html = `<p><a href="https://x.example">x</a></p>`;
     expect(decorateHtml(html, {})).toBe(html);
+  });
+
+  test("usesUnsubscribeUrl spots the variable in its spellings", () => {
+    for (const src of ['<a href="{{unsubscribeUrl}}">x</a>', "{{ unsubscribeUrl }}", "{{{unsubscribeUrl}}}", '{{unsubscribeUrl ?? "#"}}']) expect(usesUnsubscribeUrl(src)).toBe(true);
+    for (const src of ["{{unsubscribeUrlx}}", "unsubscribeUrl", "{{manageUrl}}", "{{ data.unsubscribeUrl }}"]) expect(usesUnsubscribeUrl(src)).toBe(false);
   });
 
   test("decodes the entities an href can carry", () => {
