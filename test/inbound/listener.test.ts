@@ -70,6 +70,12 @@ describe("inbound SMTP listener", () => {
     expect(r.ok).toBe(true);
     expect((await emailRow(srv, m.emailId)).status).toBe("BOUNCED");
     expect((await suppression(srv, acct.projectId, "gone@gmail.example"))?.reason).toBe("bounce");
+
+    // Our Message-IDs name the email (<emailId@MAILSVC_HOSTNAME>) even when the row kept none.
+    const n = await sent("gone2@gmail.example");
+    await srv.ctx.db.updateTable("emails").set({ message_id: null }).where("id", "=", n.emailId).execute();
+    await sendSmtp(port, { from: "", to: ["news@example.com"], raw: gmailBounce({ emailId: n.emailId, to: "gone2@gmail.example" }) });
+    expect((await emailRow(srv, n.emailId)).status).toBe("BOUNCED");
   });
 
   test("a delay warning only notes the transient failure", async () => {

@@ -129,7 +129,7 @@ export async function contactByEmail(srv: TestServer, projectId: string, email: 
 export async function eventsOf(srv: TestServer, contactId: string): Promise<{ name: string; data: any; email_id: string | null }[]> {
   const r = await sql<{ name: string; data: string; email_id: string | null }>`
     SELECT name, data, email_id FROM events WHERE contact_id = ${contactId} ORDER BY id`.execute(srv.ctx.db);
-  return r.rows.map((x) => ({ ...x, data: JSON.parse(x.data) }));
+  return r.rows.map((x) => ({ ...x, data: x.data ? JSON.parse(x.data) : {} }));
 }
 
 export async function suppression(srv: TestServer, projectId: string, email: string) {

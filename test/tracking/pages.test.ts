@@ -90,7 +90,7 @@ describe("subscription pages over plain HTTP", () => {
     const evs = await eventsOf(srv, id);
     expect(evs).toHaveLength(1);
     expect(evs[0]!.name).toBe("contact.unsubscribed");
-    expect(evs[0]!.data.source).toBe("one_click");
+    expect(evs[0]!.data.source).toBe("one-click");
   });
 
   test("one-click works with multipart bodies and with no content type at all", async () => {

@@ -72,6 +72,12 @@ export async function routeRecipient(ctx: AppContext, address: string): Promise<
   return null;
 }
 
+/** Our Message-IDs are `<emailId@MAILSVC_HOSTNAME>`: the id is in the name. */
+export function ownMessageId(ctx: AppContext, messageId: string): string | null {
+  const m = /^<?([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})@([^>]+)>?$/i.exec(messageId.trim());
+  return m && m[2]!.toLowerCase() === ctx.config.hostname.toLowerCase() ? m[1]!.toLowerCase() : null;
+}
+
 /** The email a report is about: the VERP address it came to, else the Return-Path or Message-ID it quotes. */
 async function reportEmailId(ctx: AppContext, route: Route, report: Report): Promise<string | null> {
   if (route.kind === "bounce" || route.kind === "unsubscribe") return route.emailId;
@@ -87,6 +93,8 @@ async function reportEmailId(ctx: AppContext, route: Route, report: Report): Pro
     if (/^[0-9a-f-]{36}$/i.test(c)) return c.toLowerCase();
   }
   const mid = report.original?.messageId;
+  const own = mid ? ownMessageId(ctx, mid) : null;
+  if (own) return own;
   if (mid) {
     const bare = mid.replace(/^<|>$/g, "");
     let q = ctx.db.selectFrom("emails").select("id").where("message_id", "in", [mid, bare]);

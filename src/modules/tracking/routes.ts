@@ -108,7 +108,7 @@ export function trackingRoutes(ctx: AppContext) {
         // RFC 8058: a POST with List-Unsubscribe=One-Click unsubscribes at once; so does the page's form.
         const fields = body as URLSearchParams;
         const oneClick = fields.get("List-Unsubscribe") === "One-Click";
-        const s = await changeSubscription(ctx, params.token, false, oneClick ? "one_click" : "unsubscribe_page");
+        const s = await changeSubscription(ctx, params.token, false, oneClick ? "one-click" : "unsubscribe-page");
         return s ? html(200, pages.unsubscribedPage(s, linksOf(s, params.token))) : html(404, pages.invalidLinkPage());
       },
       { params: TokenParams, parse: ({ request }) => formFields(request) },
@@ -124,7 +124,7 @@ export function trackingRoutes(ctx: AppContext) {
     .post(
       `${PATHS.subscribe}:token`,
       async ({ params }) => {
-        const s = await changeSubscription(ctx, params.token, true, "subscribe_page");
+        const s = await changeSubscription(ctx, params.token, true, "subscribe-page");
         return s ? html(200, pages.subscribedPage(s, linksOf(s, params.token))) : html(404, pages.invalidLinkPage());
       },
       { params: TokenParams, parse: ({ request }) => formFields(request) },
@@ -146,7 +146,7 @@ export function trackingRoutes(ctx: AppContext) {
           const s = await loadSubscription(ctx, params.token);
           return s ? html(400, pages.managePage(s)) : html(404, pages.invalidLinkPage());
         }
-        const s = await changeSubscription(ctx, params.token, v === "true", "manage_page");
+        const s = await changeSubscription(ctx, params.token, v === "true", "manage-page");
         return s ? html(200, pages.managePage(s, true)) : html(404, pages.invalidLinkPage());
       },
       { params: TokenParams, parse: ({ request }) => formFields(request) },

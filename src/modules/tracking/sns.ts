@@ -4,6 +4,7 @@
 import { createVerify, X509Certificate } from "node:crypto";
 import type { AppContext } from "../../context";
 import { readBounceLocalPart } from "../../mail/tokens";
+import { ownMessageId } from "./inbound";
 import { applyBounce, applyComplaint, applyDeliveredReport, type FeedbackOutcome } from "./feedback";
 
 export interface SnsEnvelope {
@@ -141,6 +142,8 @@ async function sesEmailId(ctx: AppContext, mail: any): Promise<string | null> {
   if (typeof mail?.commonHeaders?.messageId === "string") mids.push(mail.commonHeaders.messageId);
   for (const h of Array.isArray(mail?.headers) ? mail.headers : []) if (/^message-id$/i.test(h?.name) && typeof h.value === "string") mids.push(h.value);
   for (const mid of mids) {
+    const own = ownMessageId(ctx, mid);
+    if (own) return own;
     const bare = mid.trim().replace(/^<|>$/g, "");
     const row = await ctx.db.selectFrom("emails").select("id").where("message_id", "in", [`<${bare}>`, bare]).executeTakeFirst();
     if (row) return row.id;

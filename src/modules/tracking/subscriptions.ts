@@ -27,7 +27,7 @@ export async function changeSubscription(
   ctx: AppContext,
   rawToken: string,
   subscribed: boolean,
-  source: "unsubscribe_page" | "one_click" | "subscribe_page" | "manage_page",
+  source: "unsubscribe-page" | "one-click" | "subscribe-page" | "manage-page",
 ): Promise<SubscriptionState | null> {
   const state = await loadSubscription(ctx, rawToken);
   if (!state || !state.contact) return state;
