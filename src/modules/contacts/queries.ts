@@ -1,0 +1,107 @@
+/** SQL of the contacts endpoints (reads and the few set-based writes). */
+import { sql } from "kysely";
+import type { AppContext } from "../../context";
+import type { ContactRow } from "../../audience/contacts";
+import { jsonPath } from "../../audience/data-rules";
+
+export type ContactSort = "createdAt" | "email";
+export type SortDir = "asc" | "desc";
+
+export interface ListFilter {
+  projectId: string;
+  /** Lower-cased substring of the email. */
+  search?: string;
+  subscribed?: boolean;
+}
+
+export interface ListPageQuery extends ListFilter {
+  sort: ContactSort;
+  dir: SortDir;
+  limit: number;
+  after: { v: string | number | null; id: string } | null;
+}
+
+/** One page (limit + 1 rows) in the requested order; email is unique per project, so it orders alone. */
+export async function selectContactPage(ctx: AppContext, q: ListPageQuery): Promise<ContactRow[]> {
+  let query = ctx.db.selectFrom("contacts").selectAll().where("project_id", "=", q.projectId);
+  if (q.search) query = query.where(sql<boolean>`instr(email, ${q.search}) > 0`);
+  if (q.subscribed !== undefined) query = query.where("subscribed", "=", q.subscribed ? 1 : 0);
+  const cmp = q.dir === "asc" ? ">" : "<";
+  if (q.sort === "email") {
+    if (q.after) query = query.where("email", cmp, String(q.after.v));
+    return query.orderBy("email", q.dir).limit(q.limit + 1).execute();
+  }
+  if (q.after) query = query.where(sql<boolean>`(created_at, id) ${sql.raw(cmp)} (${Number(q.after.v)}, ${q.after.id})`);
+  return query.orderBy("created_at", q.dir).orderBy("id", q.dir).limit(q.limit + 1).execute();
+}
+
+/** The filtered total: O(1) from the counters unless a search needs an (index-only) scan. */
+export async function countContacts(ctx: AppContext, f: ListFilter): Promise<number> {
+  if (!f.search) {
+    const c = await ctx.db.selectFrom("contact_counts").select(["total", "subscribed"]).where("project_id", "=", f.projectId).executeTakeFirst();
+    if (!c) return 0;
+    if (f.subscribed === undefined) return c.total;
+    return f.subscribed ? c.subscribed : c.total - c.subscribed;
+  }
+  let query = ctx.db
+    .selectFrom("contacts")
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .where("project_id", "=", f.projectId)
+    .where(sql<boolean>`instr(email, ${f.search}) > 0`);
+  if (f.subscribed !== undefined) query = query.where("subscribed", "=", f.subscribed ? 1 : 0);
+  const r = await query.executeTakeFirstOrThrow();
+  return Number(r.n);
+}
+
+export async function contactCount(ctx: AppContext, projectId: string): Promise<number> {
+  return countContacts(ctx, { projectId });
+}
+
+export function selectContact(ctx: AppContext, projectId: string, id: string) {
+  return ctx.db.selectFrom("contacts").selectAll().where("project_id", "=", projectId).where("id", "=", id).executeTakeFirst();
+}
+
+export function selectContactByEmail(ctx: AppContext, projectId: string, email: string) {
+  return ctx.db.selectFrom("contacts").selectAll().where("project_id", "=", projectId).where("email", "=", email).executeTakeFirst();
+}
+
+export async function selectByEmails(ctx: AppContext, projectId: string, emails: string[]) {
+  if (!emails.length) return [];
+  return ctx.db
+    .selectFrom("contacts")
+    .select(["id", "email", "subscribed"])
+    .where("project_id", "=", projectId)
+    .where("email", "in", emails)
+    .execute();
+}
+
+/** Per key and JSON type: how many contacts have it, and how many of its text values look like dates. */
+export async function fieldStats(ctx: AppContext, projectId: string) {
+  const r = await sql<{ key: string; type: string; n: number; dates: number }>`
+    SELECT j.key AS key, j.type AS type, count(*) AS n,
+      sum(j.type = 'text' AND j.atom GLOB '[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]*') AS dates
+    FROM contacts c, json_each(c.data) j
+    WHERE c.project_id = ${projectId}
+    GROUP BY j.key, j.type`.execute(ctx.db);
+  return r.rows;
+}
+
+/** Distinct values of one data key with their counts, most frequent first (values as JSON text). */
+export async function fieldValues(ctx: AppContext, projectId: string, key: string, limit: number) {
+  const path = jsonPath(key);
+  const r = await sql<{ v: string; n: number }>`
+    SELECT data -> ${path} AS v, count(*) AS n
+    FROM contacts
+    WHERE project_id = ${projectId} AND json_type(data, ${path}) IS NOT NULL
+    GROUP BY v ORDER BY n DESC, v LIMIT ${limit}`.execute(ctx.db);
+  return r.rows;
+}
+
+/** Removes one data key from every contact of the project that has it. Returns how many changed. */
+export async function deleteField(ctx: AppContext, projectId: string, key: string, now: number): Promise<number> {
+  const path = jsonPath(key);
+  const r = await sql`
+    UPDATE contacts SET data = json_remove(data, ${path}), updated_at = ${now}
+    WHERE project_id = ${projectId} AND json_type(data, ${path}) IS NOT NULL`.execute(ctx.db);
+  return Number(r.numAffectedRows ?? 0);
+}
