@@ -101,7 +101,7 @@ test("GET /events/stats: totals and per-name counts over a window (default 30 da
 
 test("GET /events/:name/usage aggregates the registered modules", async () => {
   expect((await srv.api("/events/signup/usage", { key: a.secretKey })).body).toEqual({ segments: [], campaigns: [], workflows: [] });
-  srv.ctx.hooks.eventUsage.push(async (_c, projectId, name) =>
+  srv.ctx.hooks.eventUsage.push(async (_c, projectId, name): Promise<Record<string, unknown[]>> =>
     projectId === a.projectId && name === "signup" ? { workflows: [{ id: "w1", name: "Welcome" }] } : {},
   );
   try {

@@ -179,7 +179,11 @@ export async function runImport(ctx: AppContext, job: JobRunContext<{ filename?:
     let skipped = 0;
     for await (const _ of records(content, () => skipped++)) total++;
     cp = { rows: 0, skipped: 0, total: Math.max(0, total - 1) + skipped, created: 0, updated: 0, failed: 0, errors: [] };
-    await job.save(0, cp);
+    const initial = JSON.stringify(cp);
+    const claimed = await ctx.store.exclusive(
+      (sqlite) => sqlite.query("UPDATE jobs SET checkpoint = ? WHERE id = ? AND checkpoint IS NULL").run(initial, job.id).changes,
+    );
+    if (!claimed) throw new Error("This import run was superseded by another run of the same job");
   }
   const state = cp;
   const resumeAt = state.rows;
@@ -202,8 +206,19 @@ export async function runImport(ctx: AppContext, job: JobRunContext<{ filename?:
     batch = [];
     skipErrors = [];
     const now = ctx.clock.now();
+    const expected = { rows: state.rows, skipped: state.skipped };
     await ctx.store.exclusive((sqlite) =>
       sqlite.transaction(() => {
+        // Exactly once even if a second run of this job exists (an expired lease): the chunk
+        // commits only on top of the checkpoint this run continued from.
+        const stored = sqlite
+          .query<{ r: number | null; s: number | null }, [string]>(
+            "SELECT json_extract(checkpoint, '$.rows') AS r, json_extract(checkpoint, '$.skipped') AS s FROM jobs WHERE id = ?",
+          )
+          .get(job.id);
+        if (!stored || stored.r !== expected.rows || stored.s !== expected.skipped) {
+          throw new Error("This import run was superseded by another run of the same job");
+        }
         for (const r of rows) {
           applyRow(sqlite, now, projectId, cols!, r, state, events);
           state.rows++;
