@@ -97,3 +97,22 @@ test("another project sees none of these contacts", async () => {
   expect(r.body).toEqual({ data: [], cursor: null, hasMore: false, total: 0 });
   expect((await srv.api("/contacts", { key: other.secretKey })).body.total).toBe(0);
 });
+
+test("a search with more matches than the in-memory candidate cap pages through the index: exact walk and total", async () => {
+  const big = await createAccount(srv.api);
+  const rows = ["email"];
+  for (let i = 0; i < 5200; i++) rows.push(`member${i}@crowd.io`);
+  for (let i = 0; i < 30; i++) rows.push(`outsider${i}@else.io`);
+  await uploadCsv(srv.api, big.secretKey, rows.join("\n"));
+  await srv.drainJobs();
+  const first = await srv.api("/contacts?search=CROWD&limit=100", { key: big.secretKey });
+  expect(first.body.total).toBe(5200);
+  for (const sort of ["email", "createdAt"]) {
+    const all = await listAll(srv.api, big.secretKey, `search=crowd&sort=${sort}&dir=asc`, 100);
+    expect(all).toHaveLength(5200);
+    expect(new Set(all.map((c) => c.id)).size).toBe(5200);
+  }
+  const rare = await listAll(srv.api, big.secretKey, "search=outsider1&sort=email&dir=desc", 3);
+  const expected = ["outsider1@else.io", ...Array.from({ length: 10 }, (_, i) => `outsider1${i}@else.io`)].sort().reverse();
+  expect(rare.map((c) => c.email)).toEqual(expected);
+});

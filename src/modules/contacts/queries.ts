@@ -35,6 +35,25 @@ export async function selectContactPage(ctx: AppContext, q: ListPageQuery): Prom
   return query.orderBy("created_at", q.dir).orderBy("id", q.dir).limit(q.limit + 1).execute();
 }
 
+/**
+ * Search matches (id and sort keys), at most `cap` + 1, from ONE index-only scan of the email
+ * index. When a term is rare (the common case for a search box) this single scan yields the exact
+ * total and every candidate for the page, instead of a page scan plus a count scan.
+ */
+export async function searchMatches(ctx: AppContext, f: ListFilter & { search: string }, cap: number) {
+  const sub = f.subscribed === undefined ? sql`` : sql` AND subscribed = ${f.subscribed ? 1 : 0}`;
+  const r = await sql<{ id: string; email: string; created_at: number }>`
+    SELECT id, email, created_at FROM contacts INDEXED BY contacts_project_email
+    WHERE project_id = ${f.projectId} AND instr(email, ${f.search}) > 0${sub}
+    LIMIT ${cap + 1}`.execute(ctx.db);
+  return r.rows;
+}
+
+export async function selectContactsByIds(ctx: AppContext, projectId: string, ids: string[]) {
+  if (!ids.length) return [];
+  return ctx.db.selectFrom("contacts").selectAll().where("project_id", "=", projectId).where("id", "in", ids).execute();
+}
+
 /** The filtered total: O(1) from the counters unless a search needs an (index-only) scan. */
 export async function countContacts(ctx: AppContext, f: ListFilter): Promise<number> {
   if (!f.search) {

@@ -47,14 +47,45 @@ export async function listContacts(ctx: AppContext, projectId: string, input: Li
     if (typeof after.v !== want) throw badRequest("cursor does not belong to this sort order", { details: { sort: input.sort } });
   }
   const filter = { projectId, search, subscribed: input.subscribed };
-  const rows = await q.selectContactPage(ctx, { ...filter, sort: input.sort, dir: input.dir, limit: input.page.limit, after });
-  const total = input.page.isFirstPage ? await q.countContacts(ctx, filter) : 0;
+  const page = { ...filter, sort: input.sort, dir: input.dir, limit: input.page.limit, after };
+  const found = search ? await searchPage(ctx, { ...page, search }) : null;
+  const rows = found ? found.rows : await q.selectContactPage(ctx, page);
+  const total = !input.page.isFirstPage ? 0 : found ? found.total : await q.countContacts(ctx, filter);
   return cursorPage(rows, input.page, {
     total: () => total,
     sortValue: (r) => (input.sort === "email" ? r.email : r.created_at),
     id: (r) => r.id,
     map: viewContact,
   });
+}
+
+/** Above this many matches a search pages through the sort index and counts separately. */
+const SEARCH_CANDIDATES = 5000;
+
+/**
+ * A search page from one scan when the term is rare enough: all matches are sorted in memory and
+ * the page rows fetched by id. Null when there are too many matches (the sort index then finds a
+ * page quickly because matches are dense).
+ */
+async function searchPage(ctx: AppContext, p: q.ListPageQuery & { search: string }) {
+  const matches = await q.searchMatches(ctx, p, SEARCH_CANDIDATES);
+  if (matches.length > SEARCH_CANDIDATES) return null;
+  const key = (m: { email: string; created_at: number; id: string }) => (p.sort === "email" ? [m.email, ""] : [m.created_at, m.id]) as [string | number, string];
+  const cmp = (a: typeof matches[number], b: typeof matches[number]) => {
+    const [av, ai] = key(a);
+    const [bv, bi] = key(b);
+    const c = av < bv ? -1 : av > bv ? 1 : ai < bi ? -1 : ai > bi ? 1 : 0;
+    return p.dir === "asc" ? c : -c;
+  };
+  let list = matches;
+  if (p.after) {
+    const pivot = { id: p.after.id, email: String(p.after.v), created_at: Number(p.after.v) };
+    list = list.filter((m) => cmp(m, pivot) > 0);
+  }
+  list.sort(cmp);
+  const ids = list.slice(0, p.limit + 1).map((m) => m.id);
+  const byId = new Map((await q.selectContactsByIds(ctx, p.projectId, ids)).map((r) => [r.id, r]));
+  return { rows: ids.map((id) => byId.get(id)!).filter(Boolean), total: matches.length };
 }
 
 // ---- single contact -------------------------------------------------------------------------------
