@@ -58,6 +58,9 @@ const page2 = await timeGet(`/contacts?cursor=${encodeURIComponent(first.body.cu
 const rare = await timeGet("/contacts?search=USER99999.");
 const common = await timeGet("/contacts?search=example1");
 const rareEmail = await timeGet("/contacts?search=user99999.&sort=email");
+const rssBeforeFields = srv.rssMb();
+const fields = await timeGet("/contacts/fields", 3);
+const values = await timeGet("/contacts/fields/plan/values", 3);
 const rss = srv.rssMb();
 await srv.stop();
 
@@ -83,7 +86,7 @@ const sqlSearch =
 db.close();
 t.cleanup();
 
-const ok = first.p50 < 50 && rare.p50 < 400 && common.p50 < 400 && rss < 250 && first.body.total === N;
+const ok = first.p50 < 50 && rare.p50 < 400 && common.p50 < 400 && rss < 250 && rssBeforeFields < 250 && first.body.total === N;
 console.log(`GET /contacts with ${fmt(N)} contacts (seeded in ${fmt(seedMs / 1000, 1)} s); p50 (max) of 15 requests each`);
 console.log(`  first page, createdAt desc : ${fmt(first.p50, 1)} ms (${fmt(first.max, 1)}), total ${fmt(first.body.total)}`);
 console.log(`  first page, email asc      : ${fmt(firstEmail.p50, 1)} ms (${fmt(firstEmail.max, 1)})`);
@@ -92,6 +95,9 @@ console.log(`  second page (cursor)       : ${fmt(page2.p50, 1)} ms (${fmt(page2
 console.log(`  search rare term           : ${fmt(rare.p50, 1)} ms (${fmt(rare.max, 1)}), total ${fmt(rare.body.total)}`);
 console.log(`  search rare, sort=email    : ${fmt(rareEmail.p50, 1)} ms (${fmt(rareEmail.max, 1)})`);
 console.log(`  search common term         : ${fmt(common.p50, 1)} ms (${fmt(common.max, 1)}), total ${fmt(common.body.total)}`);
-console.log(`  server RSS after the runs  : ${fmt(rss)} MB`);
+const plan = fields.body.custom.find((f: any) => f.name === "plan");
+const valuesSum = values.body.values.reduce((s: number, v: any) => s + v.count, 0);
+console.log(`  fields (types, coverage)   : ${fmt(fields.p50)} ms (plan: ${plan?.type}, ${plan?.coverage}%); values of one field ${fmt(values.p50)} ms (sum ${fmt(valuesSum)}); chunked full scans, no bar`);
+console.log(`  server RSS                 : ${fmt(rssBeforeFields)} MB after the list and search requests, ${fmt(rss)} MB after the field scans`);
 console.log(`  ceilings (same run)        : GET /config round trip ${fmt(bare.p50, 2)} ms; raw SQL page ${fmt(sqlPage, 2)} ms, raw count(*) ${fmt(sqlCount, 1)} ms (the endpoint reads a counter instead), raw search page+count ${fmt(sqlSearch, 1)} ms`);
 console.log(`  bars: first page < 50 ms, search < 400 ms, RSS < 250 MB -> ${ok ? "PASS" : "FAIL"}`);

@@ -1,5 +1,5 @@
 /** SQL of the contacts endpoints (reads and the few set-based writes). */
-import { sql } from "kysely";
+import { sql, type RawBuilder } from "kysely";
 import type { AppContext } from "../../context";
 import type { ContactRow } from "../../audience/contacts";
 import { jsonPath } from "../../audience/data-rules";
@@ -94,26 +94,78 @@ export async function selectByEmails(ctx: AppContext, projectId: string, emails:
     .execute();
 }
 
+/** Contacts per scan chunk: bounded memory, and other requests run between chunks. */
+const SCAN_CHUNK = 20_000;
+/** Distinct values tracked by a values scan (beyond it, new values are not counted). */
+const MAX_DISTINCT_VALUES = 100_000;
+
+const yieldToLoop = () => new Promise<void>((r) => setImmediate(r));
+
+/**
+ * Walks the project's contacts in chunks of the (project_id, created_at, id) index and runs
+ * `perChunk` on each chunk's range, so a scan of a million contacts never holds the connection
+ * (or builds one huge sorter) for seconds.
+ */
+async function scanChunks(ctx: AppContext, projectId: string, perChunk: (range: RawBuilder<unknown>) => Promise<void>) {
+  let after: { c: number; id: string } | null = null;
+  for (;;) {
+    const from: RawBuilder<unknown> = after ? sql`AND (created_at, id) > (${after.c}, ${after.id})` : sql``;
+    const end: { rows: { c: number; id: string }[] } = await sql<{ c: number; id: string }>`
+      SELECT created_at AS c, id FROM contacts WHERE project_id = ${projectId} ${from}
+      ORDER BY created_at, id LIMIT 1 OFFSET ${SCAN_CHUNK - 1}`.execute(ctx.db);
+    const last: { c: number; id: string } | undefined = end.rows[0];
+    // Qualified: the chunk's contacts are aliased `c` (json_each has an `id` column too).
+    const range = sql`c.project_id = ${projectId}
+      ${after ? sql`AND (c.created_at, c.id) > (${after.c}, ${after.id})` : sql``}
+      ${last ? sql`AND (c.created_at, c.id) <= (${last.c}, ${last.id})` : sql``}`;
+    await perChunk(range);
+    if (!last) return;
+    after = last;
+    await yieldToLoop();
+  }
+}
+
 /** Per key and JSON type: how many contacts have it, and how many of its text values look like dates. */
 export async function fieldStats(ctx: AppContext, projectId: string) {
-  const r = await sql<{ key: string; type: string; n: number; dates: number }>`
-    SELECT j.key AS key, j.type AS type, count(*) AS n,
-      sum(j.type = 'text' AND j.atom GLOB '[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]*') AS dates
-    FROM contacts c, json_each(c.data) j
-    WHERE c.project_id = ${projectId}
-    GROUP BY j.key, j.type`.execute(ctx.db);
-  return r.rows;
+  const acc = new Map<string, { key: string; type: string; n: number; dates: number }>();
+  await scanChunks(ctx, projectId, async (range) => {
+    const r = await sql<{ key: string; type: string; n: number; dates: number }>`
+      SELECT j.key AS key, j.type AS type, count(*) AS n,
+        sum(j.type = 'text' AND j.atom GLOB '[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]*') AS dates
+      FROM contacts c, json_each(c.data) j
+      WHERE ${range}
+      GROUP BY j.key, j.type`.execute(ctx.db);
+    for (const row of r.rows) {
+      const k = `${row.type}\u0000${row.key}`;
+      const e = acc.get(k);
+      if (e) {
+        e.n += Number(row.n);
+        e.dates += Number(row.dates);
+      } else acc.set(k, { key: row.key, type: row.type, n: Number(row.n), dates: Number(row.dates) });
+    }
+  });
+  return [...acc.values()];
 }
 
 /** Distinct values of one data key with their counts, most frequent first (values as JSON text). */
 export async function fieldValues(ctx: AppContext, projectId: string, key: string, limit: number) {
   const path = jsonPath(key);
-  const r = await sql<{ v: string; n: number }>`
-    SELECT data -> ${path} AS v, count(*) AS n
-    FROM contacts
-    WHERE project_id = ${projectId} AND json_type(data, ${path}) IS NOT NULL
-    GROUP BY v ORDER BY n DESC, v LIMIT ${limit}`.execute(ctx.db);
-  return r.rows;
+  const counts = new Map<string, number>();
+  await scanChunks(ctx, projectId, async (range) => {
+    const r = await sql<{ v: string; n: number }>`
+      SELECT c.data -> ${path} AS v, count(*) AS n FROM contacts c
+      WHERE ${range} AND json_type(c.data, ${path}) IS NOT NULL
+      GROUP BY v`.execute(ctx.db);
+    for (const row of r.rows) {
+      const prev = counts.get(row.v);
+      if (prev !== undefined) counts.set(row.v, prev + Number(row.n));
+      else if (counts.size < MAX_DISTINCT_VALUES) counts.set(row.v, Number(row.n));
+    }
+  });
+  return [...counts]
+    .map(([v, n]) => ({ v, n }))
+    .sort((a, b) => b.n - a.n || (a.v < b.v ? -1 : a.v > b.v ? 1 : 0))
+    .slice(0, limit);
 }
 
 /** Removes one data key from every contact of the project that has it. Returns how many changed. */
