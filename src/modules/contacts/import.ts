@@ -158,7 +158,13 @@ function applyRow(sqlite: Database, now: number, projectId: string, cols: Column
     const v = r.cells[i];
     if (v !== undefined) data[key] = v.trim();
   }
-  const res = upsertContactRaw(sqlite, now, { projectId, email: rawEmail, subscribed, defaultSubscribed: true, data, source: "import" });
+  let res;
+  try {
+    res = upsertContactRaw(sqlite, now, { projectId, email: rawEmail, subscribed, defaultSubscribed: true, data, source: "import" });
+  } catch (e) {
+    // A failing statement is rolled back on its own; the row is reported and the chunk goes on.
+    return fail(rawEmail, `Could not import this row: ${(e as Error).message}`);
+  }
   if (res.isNew) cp.created++;
   else cp.updated++;
   events.push(...res.events);
