@@ -73,6 +73,17 @@ describe("POST /contacts (upsert)", () => {
   });
 });
 
+test("a dashboard session with X-Project-Id works like the secret key (contacts and /events/track)", async () => {
+  const acc = await createAccount(srv.api);
+  const headers = { "x-project-id": acc.projectId };
+  const t = await srv.api("/events/track", { cookie: acc.cookie, headers, body: { email: "dash@example.com", event: "clicked" } });
+  expect(t.status).toBe(200);
+  const list = await srv.api("/contacts", { cookie: acc.cookie, headers });
+  expect(list.body.data.map((c: any) => c.email)).toEqual(["dash@example.com"]);
+  const other = await createAccount(srv.api);
+  expect((await srv.api("/contacts", { cookie: acc.cookie, headers: { "x-project-id": other.projectId } })).status).toBe(403);
+});
+
 describe("GET/PATCH/DELETE /contacts/:id", () => {
   test("get, 404 for unknown ids and for another project's contact", async () => {
     const a = await createAccount(srv.api);
