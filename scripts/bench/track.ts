@@ -2,7 +2,7 @@
 // half new contacts and half repeat contacts with random data, beside the ceiling measured in the
 // same run: a raw bun:sqlite loop doing one upsert+insert transaction per request.
 //   bun scripts/bench/track.ts [seconds=10]
-import autocannon from "autocannon";
+import { basename, join } from "node:path";
 import { createProject, fmt, openMigrated, startBenchServer, tempDb } from "./audience-helpers";
 
 const seconds = Number(process.argv[2] ?? 10);
@@ -70,16 +70,13 @@ const ceilingRate = ceiling(3000);
 const t = tempDb();
 const project = await createProject(t.db);
 const srv = await startBenchServer(t.db);
-const opts = {
-  url: srv.url + "/v1/track",
-  connections: CONNECTIONS,
-  method: "POST" as const,
-  headers: { "content-type": "application/json", authorization: `Bearer ${project.public}` },
-  requests: [{ setupRequest: (req: any) => ({ ...req, body: body() }) }],
-};
-// Warm-up (JIT, page cache), then the measured run.
-await autocannon({ ...opts, duration: 2 });
-const r = await autocannon({ ...opts, duration: seconds });
+// The load generator runs in its own process (Node when available: autocannon's home runtime).
+const loadCfg = JSON.stringify({ url: srv.url + "/v1/track", key: project.public, connections: CONNECTIONS, duration: seconds, warmup: 2 });
+const runtime = Bun.which("node") ?? process.execPath;
+const load = Bun.spawn([runtime, join(import.meta.dir, "track-load.mjs"), loadCfg], { stdout: "pipe", stderr: "inherit" });
+const out = await new Response(load.stdout).text();
+if ((await load.exited) !== 0) throw new Error("load generator failed");
+const r = JSON.parse(out.trim().split("\n").pop()!) as { requests: { average: number }; latency: { p50: number; p99: number; max: number }; non2xx: number; errors: number; timeouts: number };
 const rss = srv.rssMb();
 await srv.stop();
 const check = openMigrated(t.db);
@@ -90,7 +87,7 @@ t.cleanup();
 
 const rps = r.requests.average;
 const non2xx = r.non2xx + r.errors + r.timeouts;
-console.log(`/v1/track, ${CONNECTIONS} connections, ${seconds}s, 50% new / 50% repeat contacts, random data`);
+console.log(`/v1/track, ${CONNECTIONS} connections, ${seconds}s, 50% new / 50% repeat contacts, random data (load: autocannon under ${basename(runtime)})`);
 console.log(`  service : ${fmt(rps)} req/s, latency p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms, max ${r.latency.max} ms, non-2xx/errors ${non2xx}`);
 console.log(`  ceiling : ${fmt(ceilingRate)} req/s (raw bun:sqlite, one upsert+insert transaction per request, same machine, same run)`);
 console.log(`  ratio   : ${fmt((rps / ceilingRate) * 100)}% of the ceiling; bar: >= 12,000 req/s and p99 < 15 ms -> ${rps >= 12000 && r.latency.p99 < 15 && non2xx === 0 ? "PASS" : "FAIL"}`);
