@@ -51,6 +51,9 @@ export async function startBenchServer(db: string, env: Record<string, string> =
     stdout: "ignore",
     stderr: "inherit",
   });
+  // A benchmark that throws must not leave its server running.
+  const reap = () => proc.kill("SIGKILL");
+  process.on("exit", reap);
   const url = `http://127.0.0.1:${port}`;
   const t0 = Date.now();
   for (;;) {
@@ -73,6 +76,7 @@ export async function startBenchServer(db: string, env: Record<string, string> =
       }
     },
     async stop() {
+      process.off("exit", reap);
       proc.kill("SIGTERM");
       await proc.exited;
     },
