@@ -29,6 +29,8 @@ export async function createProject(db: string): Promise<{ id: string; public: s
 export interface BenchServer {
   url: string;
   pid: number;
+  /** CPU time the server process has used (all its threads). */
+  cpuSeconds(): number;
   rssMb(): number;
   stop(): Promise<void>;
 }
@@ -66,6 +68,15 @@ export async function startBenchServer(db: string, env: Record<string, string> =
   return {
     url,
     pid: proc.pid,
+    cpuSeconds() {
+      try {
+        const stat = require("node:fs").readFileSync(`/proc/${proc.pid}/stat`, "utf8") as string;
+        const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+        return (Number(f[11]) + Number(f[12])) / 100; // utime + stime, in clock ticks of 10 ms
+      } catch {
+        return NaN;
+      }
+    },
     rssMb() {
       try {
         const status = require("node:fs").readFileSync(`/proc/${proc.pid}/status`, "utf8") as string;

@@ -73,10 +73,14 @@ const srv = await startBenchServer(t.db);
 // The load generator runs in its own process (Node when available: autocannon's home runtime).
 const loadCfg = JSON.stringify({ url: srv.url + "/v1/track", key: project.public, connections: CONNECTIONS, duration: seconds, warmup: 2 });
 const runtime = Bun.which("node") ?? process.execPath;
+const cpu0 = srv.cpuSeconds();
+const wall0 = performance.now();
 const load = Bun.spawn([runtime, join(import.meta.dir, "track-load.mjs"), loadCfg], { stdout: "pipe", stderr: "inherit" });
 const out = await new Response(load.stdout).text();
 if ((await load.exited) !== 0) throw new Error("load generator failed");
 const r = JSON.parse(out.trim().split("\n").pop()!) as { requests: { average: number }; latency: { p50: number; p99: number; max: number }; non2xx: number; errors: number; timeouts: number };
+const cpuUsed = srv.cpuSeconds() - cpu0;
+const wallUsed = (performance.now() - wall0) / 1000;
 const rss = srv.rssMb();
 await srv.stop();
 const check = openMigrated(t.db);
@@ -91,4 +95,6 @@ console.log(`/v1/track, ${CONNECTIONS} connections, ${seconds}s, 50% new / 50% r
 console.log(`  service : ${fmt(rps)} req/s, latency p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms, max ${r.latency.max} ms, non-2xx/errors ${non2xx}`);
 console.log(`  ceiling : ${fmt(ceilingRate)} req/s (raw bun:sqlite, one upsert+insert transaction per request, same machine, same run)`);
 console.log(`  ratio   : ${fmt((rps / ceilingRate) * 100)}% of the ceiling; bar: >= 12,000 req/s and p99 < 15 ms -> ${rps >= 12000 && r.latency.p99 < 15 && non2xx === 0 ? "PASS" : "FAIL"}`);
+const usPerReq = (cpuUsed * 1e6) / events;
+console.log(`  cpu     : the server used ${fmt(cpuUsed, 1)} CPU-s over ${fmt(wallUsed, 1)} s (${fmt((cpuUsed / wallUsed) * 100)}% of one core) = ${fmt(usPerReq)} us per track -> ${fmt(1e6 / usPerReq)} req/s if it had one core to itself (machine load average now ${fmt(require("node:os").loadavg()[0], 1)})`);
 console.log(`  stored  : ${fmt(events)} events, ${fmt(contacts)} contacts; server RSS ${fmt(rss)} MB`);
