@@ -24,7 +24,7 @@ describe("POST /contacts (upsert)", () => {
 
   test("missing email is 400 with a bare { error } body; an invalid email is 422", async () => {
     const acc = await createAccount(srv.api);
-    for (const body of [{}, { data: { a: 1 } }, undefined]) {
+    for (const body of [{}, { data: { a: 1 } }, { email: null }, { email: "  " }, undefined]) {
       const r = await srv.api("/contacts", { key: acc.secretKey, method: "POST", body });
       expect(r.status).toBe(400);
       expect(Object.keys(r.body)).toEqual(["error"]);

@@ -27,6 +27,13 @@ const ContactBody = t.Object({
   data: t.Optional(t.Unknown()),
 });
 
+/** POST /contacts: a null email counts as missing (the bare 400). */
+const UpsertBody = t.Object({
+  email: t.Optional(t.Union([t.String({ maxLength: 320 }), t.Null()])),
+  subscribed: t.Optional(t.Boolean()),
+  data: t.Optional(t.Unknown()),
+});
+
 const BulkBody = t.Object({
   contactIds: t.Array(t.String({ minLength: 1, maxLength: 100 }), { minItems: 1, maxItems: MAX_BULK_IDS }),
 });
@@ -81,14 +88,14 @@ export function contactRoutes(ctx: AppContext) {
     .post(
       "/contacts",
       async ({ auth, body, set }) => {
-        if (!body || body.email === undefined || body.email.trim() === "") throw new BareError(400, "email is required");
+        if (!body || body.email === undefined || body.email === null || body.email.trim() === "") throw new BareError(400, "email is required");
         const email = svc.requireValidEmail(body.email);
         const data = svc.requireData(body.data);
         const r = await svc.createOrUpdate(ctx, auth.projectId, { email, subscribed: body.subscribed, data });
         set.status = r.isNew ? 201 : 200;
         return r.contact;
       },
-      { auth: "secret", body: t.Optional(ContactBody) },
+      { auth: "secret", body: t.Optional(UpsertBody) },
     )
     .post(
       "/contacts/lookup",
