@@ -8,7 +8,6 @@ import {
   contactByEmail,
   contactRow,
   emailRow,
-  ensureAudienceSchema,
   eventsOf,
   insertContact,
   insertEmail,
@@ -27,7 +26,6 @@ describe("inbound SMTP listener", () => {
     port = await freeTcpPort();
     srv = await startServer({ config: { inboundSmtpPort: port, inboundMaxBytes: 300_000 } });
     acct = await createAccount(srv.api);
-    await ensureAudienceSchema(srv);
     await verifiedDomain(srv, acct.projectId, "example.com");
   });
   afterAll(() => srv.close());
@@ -250,7 +248,6 @@ describe("inbound SMTP listener with a certificate", () => {
     const srv = await startServer({ config: { inboundSmtpPort: port, inboundTlsCert: cert, inboundTlsKey: key } });
     try {
       const acct = await createAccount(srv.api);
-      await ensureAudienceSchema(srv);
       await verifiedDomain(srv, acct.projectId, "tls.example");
       const r = await sendSmtp(port, { from: "a@sender.example", to: ["hi@tls.example"], raw: plainMessage({ from: "a@sender.example", to: "hi@tls.example", subject: "over tls" }) }, { requireTLS: true, ignoreTLS: false });
       expect(r.ok).toBe(true);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { decodeEntities, decorateHtml, decorateMessage, subscriptionUrls, usesUnsubscribeUrl } from "../../src/mail/tracking";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
-import { ensureAudienceSchema, hrefs, imgSrcs, insertContact, insertEmail } from "./fixtures";
+import { hrefs, imgSrcs, insertContact, insertEmail } from "./fixtures";
 
 describe("decorateHtml (pure)", () => {
   const track = (u: string) => `https://t.example/c/${encodeURIComponent(u)}`;
@@ -64,7 +64,6 @@ describe("decorateMessage", () => {
   beforeAll(async () => {
     srv = await startServer();
     acct = await createAccount(srv.api);
-    await ensureAudienceSchema(srv);
     contactId = await insertContact(srv, acct.projectId, "reader@example.org");
   });
   afterAll(() => srv.close());

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { decorateMessage } from "../../src/mail/tracking";
 import { campaignEngagement } from "../../src/modules/tracking/engagement";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
-import { emailRow, ensureAudienceSchema, eventsOf, hrefs, imgSrcs, insertContact, insertEmail } from "./fixtures";
+import { emailRow, eventsOf, hrefs, imgSrcs, insertContact, insertEmail } from "./fixtures";
 
 describe("opens and clicks over HTTP", () => {
   let srv: TestServer;
@@ -12,7 +12,6 @@ describe("opens and clicks over HTTP", () => {
   beforeAll(async () => {
     srv = await startServer();
     acct = await createAccount(srv.api);
-    await ensureAudienceSchema(srv);
   });
   afterAll(() => srv.close());
 
@@ -53,6 +52,13 @@ describe("opens and clicks over HTTP", () => {
     expect(evs[0]!.data.emailId).toBe(m.emailId);
     expect(evs[1]!.data.link).toBe("https://shop.example.com/sale?a=1&b=2");
     expect(evs[1]!.email_id).toBe(m.emailId);
+
+    // What a user sees through the API.
+    const api = await srv.api(`/events/contact/${m.contactId}`, { key: acct.secretKey });
+    expect(api.status).toBe(200);
+    const names = api.body.data.map((e: any) => e.name).sort();
+    expect(names).toEqual(["email.click", "email.open"]);
+    expect(api.body.data.find((e: any) => e.name === "email.click").data.link).toBe("https://shop.example.com/sale?a=1&b=2");
   });
 
   test("repeats: one open event; one click event per distinct link; the status never goes back", async () => {

@@ -1,27 +1,12 @@
 // Rows the feedback loop acts on, inserted directly (the engine that creates them is another part).
 import { sql } from "kysely";
+import { upsertContact } from "../../src/audience/contacts";
 import type { TestServer } from "../support/server";
 
-/**
- * TEMPORARY: the audience tables come from another issue's migration; until it is
- * merged, create their agreed shape here (IF NOT EXISTS: a no-op once the real ones exist).
- */
-export async function ensureAudienceSchema(srv: TestServer) {
-  await srv.ctx.store.exclusive((db) => {
-    db.exec(`CREATE TABLE IF NOT EXISTS contacts (id TEXT PRIMARY KEY, project_id TEXT NOT NULL, email TEXT NOT NULL,
-      subscribed INTEGER NOT NULL DEFAULT 1, data TEXT NOT NULL DEFAULT '{}', created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
-      UNIQUE (project_id, email))`);
-    db.exec(`CREATE TABLE IF NOT EXISTS events (id TEXT PRIMARY KEY, project_id TEXT NOT NULL, contact_id TEXT NOT NULL, name TEXT NOT NULL,
-      data TEXT NOT NULL DEFAULT '{}', email_id TEXT, created_at INTEGER NOT NULL)`);
-  });
-}
-
+/** A contact created through the audience service (as the API would). */
 export async function insertContact(srv: TestServer, projectId: string, email: string, subscribed = true): Promise<string> {
-  const id = Bun.randomUUIDv7();
-  const now = srv.clock.now();
-  await sql`INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
-    VALUES (${id}, ${projectId}, ${email.toLowerCase()}, ${subscribed ? 1 : 0}, '{}', ${now}, ${now})`.execute(srv.ctx.db);
-  return id;
+  const r = await upsertContact(srv.ctx.db, srv.ctx, { projectId, email, subscribed, defaultSubscribed: true });
+  return r.contact.id;
 }
 
 /** A sender domain in VERIFIED state (the DNS dance is the domains module's own test). */

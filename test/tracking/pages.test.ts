@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { decorateMessage, subscriptionUrls } from "../../src/mail/tracking";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
-import { contactRow, ensureAudienceSchema, eventsOf, insertContact, insertEmail } from "./fixtures";
+import { contactRow, eventsOf, insertContact, insertEmail } from "./fixtures";
 
 /** What a browser would submit: the first form's method, target and successful controls. */
 function readForm(html: string, pageUrl: string, choose?: Record<string, string>) {
@@ -43,7 +43,6 @@ describe("subscription pages over plain HTTP", () => {
   beforeAll(async () => {
     srv = await startServer();
     acct = await createAccount(srv.api, "Acme Weekly");
-    await ensureAudienceSchema(srv);
   });
   afterAll(() => srv.close());
 

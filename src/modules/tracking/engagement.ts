@@ -68,12 +68,12 @@ export async function recordClick(ctx: AppContext, emailId: string, url: string)
     const seen =
       e.clicked_at !== null &&
       (await trx
-        .selectFrom("events" as any)
+        .selectFrom("events")
         .select("id")
         .where("project_id", "=", e.project_id)
         .where("email_id", "=", e.id)
         .where("name", "=", "email.click")
-        .where((eb: any) => eb(eb.fn("json_extract", ["data", eb.val("$.link")]), "=", url))
+        .where((eb) => eb(eb.fn("json_extract", ["data", eb.val("$.link")]), "=", url))
         .limit(1)
         .executeTakeFirst());
     if (seen) return;

@@ -91,7 +91,7 @@ export async function applyBounce(ctx: AppContext, r: BounceReport): Promise<Fee
           },
         }),
       );
-      pending.push(...(await setSubscribed(trx, ctx, { projectId: e.project_id, contactId: e.contact_id, subscribed: false, source: "bounce" })));
+      pending.push(...(await setSubscribed(trx, ctx, { projectId: e.project_id, contactId: e.contact_id, subscribed: false, source: "bounce", emailId: e.id })));
     }
     return "applied";
   });
@@ -148,7 +148,7 @@ export async function applyComplaint(ctx: AppContext, r: ComplaintReport): Promi
           },
         }),
       );
-      pending.push(...(await setSubscribed(trx, ctx, { projectId: e.project_id, contactId: e.contact_id, subscribed: false, source: "complaint" })));
+      pending.push(...(await setSubscribed(trx, ctx, { projectId: e.project_id, contactId: e.contact_id, subscribed: false, source: "complaint", emailId: e.id })));
     }
     return "applied";
   });
@@ -163,7 +163,7 @@ export async function unsubscribeByMail(ctx: AppContext, emailId: string): Promi
     const e = await loadEmail(trx, emailId);
     if (!e) return "unknown-email";
     if (!e.contact_id) return "ignored";
-    pending.push(...(await setSubscribed(trx, ctx, { projectId: e.project_id, contactId: e.contact_id, subscribed: false, source: "mailto" })));
+    pending.push(...(await setSubscribed(trx, ctx, { projectId: e.project_id, contactId: e.contact_id, subscribed: false, source: "mailto", emailId: e.id })));
     return pending.length ? "applied" : "ignored";
   });
   await notifyEvents(ctx, pending);
@@ -189,7 +189,8 @@ export interface ReceivedMail {
 export async function recordReceived(ctx: AppContext, m: ReceivedMail): Promise<void> {
   const pending: PendingEvent[] = [];
   await ctx.db.transaction().execute(async (trx) => {
-    const contact = await ensureContact(trx, ctx, m.projectId, normalizeEmail(m.from));
+    const { contact, events } = await ensureContact(trx, ctx, m.projectId, normalizeEmail(m.from));
+    pending.push(...events);
     pending.push(
       await recordEvent(trx, ctx, {
         projectId: m.projectId,
