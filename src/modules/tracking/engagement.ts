@@ -1,5 +1,6 @@
 // Opens and clicks: the first one moves the email forward and records the contact event.
 // Status only moves forward (SENT < DELIVERED < OPENED < CLICKED); BOUNCED and COMPLAINED win.
+import type { NotNull } from "kysely";
 import type { AppContext } from "../../context";
 import type { EmailStatus } from "../../db/tables/delivery";
 import { notifyEvents, recordEvent, type PendingEvent } from "./audience";
@@ -22,6 +23,8 @@ export async function recordOpen(ctx: AppContext, emailId: string): Promise<bool
       .selectFrom("emails")
       .select(["id", "project_id", "contact_id", "campaign_id", "status", "opened_at"])
       .where("id", "=", emailId)
+      .where("project_id", "is not", null) // system mail (no project) is never tracked
+      .$narrowType<{ project_id: NotNull }>()
       .executeTakeFirst();
     if (!e || !REACHED.has(e.status) || e.opened_at !== null) return false;
     await trx
@@ -50,6 +53,8 @@ export async function recordClick(ctx: AppContext, emailId: string, url: string)
       .selectFrom("emails")
       .select(["id", "project_id", "contact_id", "campaign_id", "status", "opened_at", "clicked_at"])
       .where("id", "=", emailId)
+      .where("project_id", "is not", null)
+      .$narrowType<{ project_id: NotNull }>()
       .executeTakeFirst();
     if (!e || !REACHED.has(e.status)) return;
     if (e.clicked_at === null || e.opened_at === null) {

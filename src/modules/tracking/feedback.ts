@@ -2,7 +2,7 @@
 // complaints (ARF), unsubscribes by mail and ordinary inbound mail. Each applies in one transaction
 // and announces its events after the commit.
 import type { AppContext } from "../../context";
-import type { Transaction } from "kysely";
+import type { NotNull, Transaction } from "kysely";
 import type { DB } from "../../db";
 import { normalizeEmail } from "../../mail/address";
 import { ensureContact, notifyEvents, recordEvent, setSubscribed, type PendingEvent } from "./audience";
@@ -17,10 +17,13 @@ interface EmailRef {
 }
 
 async function loadEmail(trx: Transaction<DB>, emailId: string, projectIds?: string[]): Promise<EmailRef | undefined> {
+  // Mail without a project (account emails) has no audience to act on: out of the feedback loop.
   let q = trx
     .selectFrom("emails")
     .select(["id", "project_id", "contact_id", "campaign_id", "to_email", "status"])
-    .where("id", "=", emailId);
+    .where("id", "=", emailId)
+    .where("project_id", "is not", null)
+    .$narrowType<{ project_id: NotNull }>();
   if (projectIds) q = q.where("project_id", "in", projectIds.length ? projectIds : [""]);
   return q.executeTakeFirst();
 }

@@ -37,7 +37,7 @@ async function emailRoute(ctx: AppContext, emailId: string, domain: string) {
     .select(["e.id", "e.project_id", "c.from_email"])
     .where("e.id", "=", emailId)
     .executeTakeFirst();
-  if (!e || !feedbackDomains(ctx, e.from_email).includes(domain)) return null;
+  if (!e || !e.project_id || !feedbackDomains(ctx, e.from_email).includes(domain)) return null;
   return { emailId: e.id, projectId: e.project_id };
 }
 
