@@ -1,0 +1,102 @@
+// From an email row and its shared content to the signed bytes on the wire:
+// vars -> render (subject, HTML, text) -> feedback-loop decoration -> MIME -> DKIM.
+import type { AppContext } from "../context";
+import { domainOf } from "./address";
+import { composeMessage, type AttachmentInput } from "./compose";
+import { decorateMessage, getSigningKey, renderHtml, renderSubject, renderText, subscriptionUrls, bounceDomainFor, type SigningKey } from "./deps";
+import { finishDkim, prepareDkim } from "./dkim";
+import { htmlToText } from "./html-text";
+import type { ClaimedEmail, ContentRow } from "./outbox-store";
+import { systemSigningProject } from "./outbox-store";
+import type { Signer } from "./signer";
+import type { MailType } from "./tracking";
+
+export interface BuiltMessage {
+  raw: Buffer;
+  envelopeFrom: string;
+  /** Whether a DKIM signature was added (no key: sent unsigned). */
+  signed: boolean;
+}
+
+/** Signing keys per (project, domain), cached briefly on the service clock. */
+export class SigningKeys {
+  private cache = new Map<string, { key: SigningKey | null; expires: number }>();
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly ttlMs = 60_000,
+  ) {}
+
+  async get(projectId: string | null, domain: string): Promise<SigningKey | null> {
+    const k = `${projectId ?? ""}|${domain}`;
+    const now = this.ctx.clock.now();
+    const hit = this.cache.get(k);
+    if (hit && hit.expires > now) return hit.key;
+    let pid = projectId;
+    if (pid === null) pid = await this.ctx.store.exclusive((sqlite) => systemSigningProject(sqlite, domain));
+    const key = pid ? await getSigningKey(this.ctx, pid, domain) : null;
+    this.cache.set(k, { key, expires: now + this.ttlMs });
+    if (this.cache.size > 5000) this.cache.clear();
+    return key;
+  }
+}
+
+export const messageIdFor = (emailId: string, hostname: string) => `<${emailId}@${hostname}>`;
+
+export function envelopeFromFor(emailId: string, fromEmail: string): string {
+  return `bounces+${emailId}@${bounceDomainFor(domainOf(fromEmail))}`;
+}
+
+const usesUnsubscribeUrl = (src: string) => /\{\{\{?\s*unsubscribeUrl\b/.test(src);
+
+/** Rendered parts of one recipient's message (before MIME). */
+export async function renderFor(ctx: AppContext, row: ClaimedEmail, content: ContentRow) {
+  if (row.source_type === "SYSTEM") {
+    // Account emails are written by the server itself: no template syntax, no tracking.
+    return { subject: content.subject, html: content.html, text: content.text ?? htmlToText(content.html), headers: {} as Record<string, string> };
+  }
+  const vars: Record<string, unknown> = row.vars ? JSON.parse(row.vars) : {};
+  if (row.project_id) Object.assign(vars, subscriptionUrls(ctx, row.project_id, row.contact_id, row.to_email));
+  const subject = renderSubject(content.subject, vars);
+  let html = renderHtml(content.html, vars);
+  let headers: Record<string, string> = {};
+  if (row.project_id) {
+    const dec = await decorateMessage(ctx, {
+      projectId: row.project_id,
+      emailId: row.id,
+      contactId: row.contact_id,
+      toEmail: row.to_email,
+      type: (content.type as MailType) ?? "TRANSACTIONAL",
+      html,
+      bodyUsesUnsubscribeUrl: usesUnsubscribeUrl(content.html),
+    });
+    html = dec.html;
+    headers = dec.headers;
+  }
+  const text = content.text !== null ? renderText(content.text, vars) : htmlToText(html);
+  return { subject, html, text, headers };
+}
+
+export async function buildMessage(ctx: AppContext, row: ClaimedEmail, content: ContentRow, keys: SigningKeys, signer: Signer): Promise<BuiltMessage> {
+  const r = await renderFor(ctx, row, content);
+  const custom: Record<string, string> = content.headers ? JSON.parse(content.headers) : {};
+  const attachments: AttachmentInput[] | null = content.attachments ? JSON.parse(content.attachments) : null;
+  const now = ctx.clock.now();
+  const raw = await composeMessage({
+    messageId: (row.message_id ?? messageIdFor(row.id, ctx.config.hostname)).replace(/^<|>$/g, ""),
+    date: new Date(now),
+    from: { name: content.from_name, email: content.from_email },
+    to: { name: row.to_name, email: row.to_email },
+    replyTo: content.reply_to,
+    subject: r.subject,
+    html: r.html,
+    text: r.text,
+    headers: { ...custom, ...r.headers },
+    attachments,
+  });
+  const envelopeFrom = envelopeFromFor(row.id, content.from_email);
+  const key = await keys.get(row.project_id, domainOf(content.from_email));
+  if (!key) return { raw, envelopeFrom, signed: false };
+  const prepared = prepareDkim(raw, { domain: key.domain, selector: key.selector, timeMs: now });
+  const signature = await signer.sign(key.privateKeyPem, prepared.data);
+  return { raw: finishDkim(raw, prepared, signature), envelopeFrom, signed: true };
+}
