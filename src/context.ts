@@ -7,6 +7,7 @@ import type { KeyCache } from "./http/keys";
 import type { RateLimiter } from "./http/rate-limit";
 import type { JobQueue } from "./jobs/queue";
 import type { Schedules } from "./jobs/schedules";
+import type { Metrics } from "./observability/metrics";
 
 /**
  * Everything a service needs, built once per running instance by server.ts and passed down
@@ -22,6 +23,7 @@ export interface AppContext {
   schedules: Schedules;
   keys: KeyCache;
   rateLimiter: RateLimiter;
+  metrics: Metrics;
   jwtSecret: string;
   /** Late-bound services that lower layers call into without importing modules (set by server.ts). */
   hooks: Hooks;

@@ -6,6 +6,7 @@ import { emptyHooks, type AppContext } from "./context";
 import { openStore } from "./db";
 import { migrate } from "./db/migrate";
 import { badRequest } from "./http/errors";
+import { corsPlugin } from "./http/cors";
 import { errorPlugin } from "./http/error-plugin";
 import { clearUnfinishedKeys, purgeExpiredKeys } from "./http/idempotency";
 import { KeyCache } from "./http/keys";
@@ -14,6 +15,7 @@ import { RateLimiter } from "./http/rate-limit";
 import { JobQueue } from "./jobs/queue";
 import { Schedules } from "./jobs/schedules";
 import { MODULES } from "./modules";
+import { Metrics } from "./observability/metrics";
 
 export interface RunningService {
   ctx: AppContext;
@@ -48,8 +50,10 @@ export function createContext(config: Config, opts: StartOptions = {}): AppConte
   migrate(store.sqlite);
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? createLogger();
-  const jobs = new JobQueue(store.db, clock, log, { pollMs: opts.jobPollMs });
+  const metrics = new Metrics(() => outboxCounts(store));
+  const jobs = new JobQueue(store.db, clock, log, { pollMs: opts.jobPollMs, metrics });
   return {
+    metrics,
     config,
     store,
     db: store.db,
@@ -64,10 +68,16 @@ export function createContext(config: Config, opts: StartOptions = {}): AppConte
   };
 }
 
+function outboxCounts(store: ReturnType<typeof openStore>): Record<string, number> {
+  const rows = store.sqlite.query<{ status: string; n: number }, []>("SELECT status, count(*) AS n FROM emails GROUP BY status").all();
+  return Object.fromEntries(rows.map((r) => [r.status, r.n]));
+}
+
 export function buildApp(ctx: AppContext) {
   const started = new WeakMap<Request, number>();
   let app = new Elysia({ serve: { maxRequestBodySize: MAX_BODY_BYTES } })
     .use(errorPlugin(ctx.log))
+    .use(corsPlugin())
     .onParse(async ({ request, contentType }) => {
       // A JSON body sent without a content type is still JSON to our clients (curl -d).
       if (contentType) return;
@@ -79,19 +89,23 @@ export function buildApp(ctx: AppContext) {
         throw badRequest("Malformed request body: expected valid JSON");
       }
     });
-  if (ctx.config.logRequests) {
-    app = app
-      .onRequest(({ request }) => {
-        started.set(request, performance.now());
-      })
-      .onAfterResponse({ as: "global" }, (c: any) => {
-        const t0 = started.get(c.request);
-        const ms = t0 === undefined ? 0 : performance.now() - t0;
+  const http = ctx.metrics.http;
+  app = app
+    .onRequest(({ request }) => {
+      started.set(request, performance.now());
+    })
+    .onAfterResponse({ as: "global" }, (c: any) => {
+      const t0 = started.get(c.request);
+      const ms = t0 === undefined ? 0 : performance.now() - t0;
+      const status = String(c.set?.status ?? 200);
+      // The route pattern, never the raw path: ids in paths would explode the label set.
+      const route = c.route || "unmatched";
+      http.record(c.request.method, route, status, ms / 1000);
+      if (ctx.config.logRequests) {
         const path = c.path ?? new URL(c.request.url).pathname;
-        const status = c.set?.status ?? 200;
         ctx.log.line(`${c.request.method} ${path} ${status} ${ms.toFixed(1)}ms ${c.auth?.projectId || "-"}`);
-      }) as any;
-  }
+      }
+    }) as any;
   for (const m of MODULES) if (m.routes) app = app.use(m.routes(ctx)) as any;
   return app;
 }

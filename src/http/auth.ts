@@ -25,6 +25,7 @@ export const SESSION_COOKIE = "token";
 export const SESSION_TTL_SECONDS = 7 * 24 * 3600;
 
 const cache = new WeakMap<AppContext, ReturnType<typeof build>>();
+const authenticated = new WeakMap<Request, AuthInfo>();
 
 /** The auth plugin of one running instance (memoised so every module router shares it). */
 export function authPlugin(ctx: AppContext) {
@@ -44,10 +45,14 @@ function build(ctx: AppContext) {
     .use(jwt({ name: "jwt", secret: ctx.jwtSecret, exp: `${SESSION_TTL_SECONDS}s` }))
     .macro({
       auth: (mode: AuthMode) => ({
-        async resolve({ request, cookie, jwt, set }) {
+        // In transform, i.e. before body validation: a request without a valid key is 401 whatever its body.
+        async transform({ request, cookie, jwt, set }: any) {
           const auth = await authenticate(ctx, mode, request, cookie[SESSION_COOKIE]?.value as string | undefined, jwt);
+          authenticated.set(request, auth);
           if (auth.projectId) applyRateLimit(ctx, auth.projectId, set.headers as Record<string, string>);
-          return { auth };
+        },
+        resolve({ request }) {
+          return { auth: authenticated.get(request)! };
         },
       }),
     })

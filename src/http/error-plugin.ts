@@ -22,7 +22,9 @@ export function errorPlugin(log: Logger) {
       };
       const requestId = crypto.randomUUID();
       const headers: Record<string, string> = { "x-request-id": requestId };
-      for (const [k, v] of Object.entries(set.headers ?? {})) if (typeof v === "string" && /^ratelimit-/i.test(k)) headers[k] = v;
+      for (const [k, v] of Object.entries(set.headers ?? {})) {
+        if (typeof v === "string" && /^(ratelimit-|access-control-)/i.test(k)) headers[k] = v;
+      }
 
       if (error instanceof BareError) return json(error.status, { error: error.message }, headers);
       if (error instanceof AppError) {

@@ -2,6 +2,7 @@ import type { Kysely, Selectable, Transaction } from "kysely";
 import type { Clock } from "../clock";
 import type { DB } from "../db";
 import type { Logger } from "../http/logger";
+import type { Metrics } from "../observability/metrics";
 
 export type JobState = "waiting" | "active" | "completed" | "failed";
 
@@ -33,6 +34,7 @@ export interface JobsOptions {
   concurrency?: number;
   pollMs?: number;
   leaseMs?: number;
+  metrics?: Metrics;
 }
 
 /**
@@ -60,7 +62,9 @@ export class JobQueue {
     this.concurrency = opts.concurrency ?? 4;
     this.pollMs = opts.pollMs ?? 250;
     this.leaseMs = opts.leaseMs ?? 60_000;
+    this.metrics = opts.metrics;
   }
+  private readonly metrics?: Metrics;
 
   register(type: string, handler: JobHandler): void {
     this.handlers.set(type, handler);
@@ -175,6 +179,7 @@ export class JobQueue {
       .returningAll()
       .execute();
     for (const row of claimed) {
+      if (row.state === "active" && row.attempts === 1) this.metrics?.jobLagSeconds.observe({ type: row.type }, Math.max(0, now - row.run_at) / 1000);
       const p = this.run(row).finally(() => this.inflight.delete(p));
       this.inflight.add(p);
     }

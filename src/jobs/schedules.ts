@@ -32,9 +32,10 @@ export class Schedules {
     }
   }
 
+  /** Croner names are process-global, so `name` stays ours (logs) and is not given to croner: tests run several instances. */
   cron(name: string, pattern: string, fn: () => Promise<void> | void): void {
     this.crons.push(
-      new Cron(pattern, { name, protect: true, catch: (e) => this.log.error("schedule failed", { name, error: String(e) }) }, fn),
+      new Cron(pattern, { protect: true, catch: (e) => this.log.error("schedule failed", { name, error: String(e) }) }, fn),
     );
   }
 

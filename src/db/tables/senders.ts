@@ -1,3 +1,43 @@
-// Table types for this part of the schema (see migrations/).
-// eslint-disable-next-line @typescript-eslint/no-empty-interface
-export interface SenderTables {}
+import type { Generated } from "kysely";
+
+export type DomainStatus = "PENDING" | "VERIFIED" | "FAILED";
+export type TemplateType = "TRANSACTIONAL" | "MARKETING" | "HEADLESS";
+
+export interface DomainsTable {
+  id: string;
+  project_id: string;
+  /** Lower-case, no trailing dot. */
+  domain: string;
+  status: Generated<DomainStatus>;
+  dkim_selector: string;
+  /** PKCS#8 PEM. Never leaves the server. */
+  dkim_private_key: string;
+  /** Base64 SPKI DER: the p= tag of the DKIM record. */
+  dkim_public_key: string;
+  /** JSON array of DnsRecord (see src/modules/domains/records.ts). */
+  records: Generated<string>;
+  verified_at: number | null;
+  last_checked_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface TemplatesTable {
+  id: string;
+  project_id: string;
+  name: string;
+  description: string | null;
+  subject: string;
+  body: string;
+  from_email: string;
+  from_name: string | null;
+  reply_to: string | null;
+  type: Generated<TemplateType>;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface SenderTables {
+  domains: DomainsTable;
+  templates: TemplatesTable;
+}

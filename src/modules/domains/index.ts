@@ -1,4 +1,18 @@
 import type { ModuleDef } from "../module";
+import { domainRoutes } from "./routes";
+import { domainCounts, invalidateDomainCaches, verifyAllDomains } from "./service";
 
-// Placeholder: this module is filled in by its issue.
-export const domainsModule: ModuleDef = { name: "domains" };
+export const domainsModule: ModuleDef = {
+  name: "domains",
+  routes: domainRoutes,
+  install(ctx) {
+    ctx.schedules.every("domains.verify", Math.max(1000, ctx.config.domainCheckIntervalMs), async () => {
+      const r = await verifyAllDomains(ctx);
+      if (r.changed) ctx.log.info("domains re-checked", r);
+    });
+    ctx.hooks.setupState.push((c, projectId) => domainCounts(c, projectId));
+    // A reset wipes project data but keeps its sender domains (their DNS records stay published);
+    // deleting the project removes them with it (foreign key cascade). Either way, drop caches.
+    ctx.hooks.resetProject.push(async (c, projectId) => invalidateDomainCaches(c, projectId));
+  },
+};

@@ -1,4 +1,5 @@
 import type { ModuleDef } from "../module";
+import { emailRoutes } from "./routes";
 
-// Placeholder: this module is filled in by its issue.
-export const emailsModule: ModuleDef = { name: "emails" };
+/** The per-message log: GET /emails and GET /emails/:id. */
+export const emailsModule: ModuleDef = { name: "emails", routes: emailRoutes };

@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import { authPlugin } from "../../http/auth";
 import type { AppContext } from "../../context";
 import { VERSION } from "../../version";
 
@@ -14,5 +15,10 @@ export function systemRoutes(ctx: AppContext) {
       tracking: true,
     },
   };
-  return new Elysia().get("/config", () => body).get("/health", () => ({ ok: true }));
+  return new Elysia()
+    .use(authPlugin(ctx))
+    .get("/config", () => body)
+    .get("/health", () => ({ ok: true }))
+    // Which project and key type a key belongs to (handy for SDKs and for checking a key after rotation).
+    .get("/v1/key", ({ auth }) => ({ success: true, data: { projectId: auth.projectId, type: auth.via } }), { auth: "track" });
 }

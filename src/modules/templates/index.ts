@@ -1,4 +1,14 @@
 import type { ModuleDef } from "../module";
+import { templateRoutes } from "./routes";
+import { deleteProjectTemplates, templateCount } from "./service";
 
-// Placeholder: this module is filled in by its issue.
-export const templatesModule: ModuleDef = { name: "templates" };
+export { getTemplate, findTemplate, viewTemplate, type TemplateRow, type TemplateView } from "./service";
+
+export const templatesModule: ModuleDef = {
+  name: "templates",
+  routes: templateRoutes,
+  install(ctx) {
+    ctx.hooks.setupState.push((c, projectId) => templateCount(c, projectId));
+    ctx.hooks.resetProject.push((c, projectId) => deleteProjectTemplates(c, projectId));
+  },
+};

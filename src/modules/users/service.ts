@@ -53,11 +53,13 @@ export async function login(ctx: AppContext, input: { email: string; password: s
   // Hash something even for unknown users so timing does not reveal which emails exist.
   const ok = user
     ? await Bun.password.verify(input.password, user.password_hash)
-    : (await Bun.password.verify(input.password, DUMMY_HASH), false);
+    : (await Bun.password.verify(input.password, await dummyHash()), false);
   if (!user || !ok) throw unauthorized("Invalid email or password");
   return user;
 }
-const DUMMY_HASH = await Bun.password.hash("not-a-real-password-" + randomBytes(8).toString("hex"));
+let dummy: Promise<string> | null = null;
+/** Made on first use, not at start-up (hashing costs tens of ms and start-up must stay fast). */
+const dummyHash = () => (dummy ??= Bun.password.hash("not-a-real-password-" + randomBytes(8).toString("hex")));
 
 export async function getUser(ctx: AppContext, userId: string) {
   const u = await ctx.db.selectFrom("users").selectAll().where("id", "=", userId).executeTakeFirst();

@@ -1,4 +1,6 @@
 import type { ModuleDef } from "../module";
+import { verifyRoutes } from "./routes";
 
-// Placeholder: this module is filled in by its issue.
-export const verifyModule: ModuleDef = { name: "verify" };
+export { verifyEmail, type VerificationResult } from "./service";
+
+export const verifyModule: ModuleDef = { name: "verify", routes: verifyRoutes };

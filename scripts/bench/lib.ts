@@ -1,0 +1,121 @@
+// Shared pieces of the benchmarks: start processes, run autocannon (under node, on the other core), read RSS.
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export const ROOT = join(import.meta.dir, "../..");
+
+export async function freePort(): Promise<number> {
+  const s = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const p = s.port;
+  s.stop(true);
+  return p;
+}
+
+export function tempDir(prefix = "mailsvc-bench-"): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+export interface Proc {
+  url: string;
+  pid: number;
+  kill(): Promise<void>;
+}
+
+export async function waitFor(url: string, timeoutMs = 15_000): Promise<void> {
+  const t0 = Date.now();
+  for (;;) {
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {}
+    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${url}`);
+    await Bun.sleep(25);
+  }
+}
+
+/** Starts `bun src/main.ts serve` with bench-friendly settings (no request log, high rate limit). */
+export async function startMailsvc(env: Record<string, string> = {}): Promise<Proc> {
+  const port = await freePort();
+  const dir = tempDir();
+  const proc = Bun.spawn([process.execPath, join(ROOT, "src/main.ts"), "serve"], {
+    env: {
+      ...process.env,
+      MAILSVC_DB: join(dir, "bench.db"),
+      MAILSVC_HOST: "127.0.0.1",
+      MAILSVC_PORT: String(port),
+      MAILSVC_LOG_REQUESTS: "false",
+      MAILSVC_RATE_LIMIT: "100000000",
+      ...env,
+    },
+    stdout: "ignore",
+    stderr: "inherit",
+  });
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(url + "/config");
+  return { url, pid: proc.pid, kill: async () => { proc.kill("SIGTERM"); await proc.exited; } };
+}
+
+/** Starts a child process running `code` (a script that listens on PORT). */
+export async function startScript(code: string, readyPath = "/"): Promise<Proc> {
+  const port = await freePort();
+  const dir = tempDir();
+  const file = join(dir, "script.ts");
+  await Bun.write(file, code);
+  const proc = Bun.spawn([process.execPath, file], { env: { ...process.env, PORT: String(port), NODE_PATH: join(ROOT, "node_modules") }, cwd: ROOT, stdout: "ignore", stderr: "inherit" });
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(url + readyPath);
+  return { url, pid: proc.pid, kill: async () => { proc.kill("SIGTERM"); await proc.exited; } };
+}
+
+export interface LoadResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+  total: number;
+}
+
+/**
+ * Runs autocannon under node (a separate process, so it gets its own core).
+ * `requests` may vary bodies: pass a module path exporting setupRequest via `bodyScript`.
+ */
+export async function load(opts: {
+  url: string;
+  connections?: number;
+  seconds?: number;
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+  /** JS source of a function (req, context) => req, for per-request bodies. */
+  setupRequest?: string;
+}): Promise<LoadResult> {
+  const dir = tempDir("mailsvc-load-");
+  const file = join(dir, "load.cjs");
+  const script = `
+const autocannon = require(${JSON.stringify(join(ROOT, "node_modules/autocannon"))});
+const setupRequest = ${opts.setupRequest ?? "undefined"};
+const req = { method: ${JSON.stringify(opts.method ?? "GET")}, headers: ${JSON.stringify(opts.headers ?? {})}, body: ${JSON.stringify(opts.body ?? undefined)} };
+if (setupRequest) req.setupRequest = setupRequest;
+autocannon({ url: ${JSON.stringify(opts.url)}, connections: ${opts.connections ?? 50}, duration: ${opts.seconds ?? 10}, requests: [req] }, (err, r) => {
+  if (err) { console.error(err); process.exit(1); }
+  process.stdout.write(JSON.stringify({ rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts, non2xx: r.non2xx, total: r.requests.total }));
+});`;
+  await Bun.write(file, script);
+  const p = Bun.spawn(["node", file], { stdout: "pipe", stderr: "inherit" });
+  const out = await new Response(p.stdout).text();
+  await p.exited;
+  return JSON.parse(out);
+}
+
+export function rssMb(pid: number): number {
+  try {
+    const status = require("node:fs").readFileSync(`/proc/${pid}/status`, "utf8") as string;
+    const m = /VmRSS:\s+(\d+) kB/.exec(status);
+    return m ? Math.round(Number(m[1]) / 1024) : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+export const fmt = (n: number) => Math.round(n).toLocaleString("en-US");

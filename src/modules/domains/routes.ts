@@ -1,0 +1,61 @@
+import { Elysia, t } from "elysia";
+import type { AppContext } from "../../context";
+import { authPlugin } from "../../http/auth";
+import { invalidField } from "../../http/errors";
+import { assertProjectAccess } from "./access";
+import * as svc from "./service";
+
+const IdParams = t.Object({ id: t.String() });
+
+export function domainRoutes(ctx: AppContext) {
+  /** Loads a domain the caller may see (404 otherwise, also for other projects' ids). */
+  const load = async (auth: Parameters<typeof assertProjectAccess>[1], id: string) => {
+    const row = await svc.getDomain(ctx, id);
+    await assertProjectAccess(ctx, auth, row.project_id, "Domain");
+    return row;
+  };
+
+  return new Elysia()
+    .use(authPlugin(ctx))
+    .post(
+      "/domains",
+      async ({ auth, body, set }) => {
+        const projectId = body.projectId ?? (auth.projectId || undefined);
+        if (!projectId) throw invalidField("projectId", "Required", "invalid_type", "undefined");
+        await assertProjectAccess(ctx, auth, projectId);
+        const row = await svc.addDomain(ctx, projectId, body.domain);
+        set.status = 201;
+        return svc.viewDomain(row);
+      },
+      {
+        auth: "optionalProject",
+        body: t.Object({
+          // Optional with a secret key (the key names the project); required with a session.
+          projectId: t.Optional(t.String({ minLength: 1 })),
+          domain: t.String({ minLength: 1, maxLength: 255 }),
+        }),
+      },
+    )
+    .get(
+      "/domains/project/:projectId",
+      async ({ auth, params }) => {
+        await assertProjectAccess(ctx, auth, params.projectId);
+        return (await svc.listDomains(ctx, params.projectId)).map(svc.viewDomain);
+      },
+      { auth: "optionalProject", params: t.Object({ projectId: t.String() }) },
+    )
+    .get("/domains/:id", async ({ auth, params }) => svc.viewDomain(await load(auth, params.id)), { auth: "optionalProject", params: IdParams })
+    .get(
+      "/domains/:id/verify",
+      async ({ auth, params }) => svc.viewDomain(await svc.verifyDomain(ctx, await load(auth, params.id))),
+      { auth: "optionalProject", params: IdParams },
+    )
+    .delete(
+      "/domains/:id",
+      async ({ auth, params }) => {
+        await svc.deleteDomain(ctx, await load(auth, params.id));
+        return { success: true };
+      },
+      { auth: "optionalProject", params: IdParams },
+    );
+}

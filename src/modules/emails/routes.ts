@@ -1,0 +1,38 @@
+import { Elysia, t } from "elysia";
+import type { AppContext } from "../../context";
+import type { EmailStatus } from "../../db/tables/delivery";
+import { authPlugin } from "../../http/auth";
+import { badRequest } from "../../http/errors";
+import { parseCursorParams } from "../../http/pagination";
+import { EMAIL_STATUSES, get, list } from "./service";
+
+export function emailRoutes(ctx: AppContext) {
+  return new Elysia()
+    .use(authPlugin(ctx))
+    .get(
+      "/emails",
+      ({ auth, query }) => {
+        if (query.status && !EMAIL_STATUSES.includes(query.status as EmailStatus)) {
+          throw badRequest(`status must be one of ${EMAIL_STATUSES.join(", ")}`, { details: { status: query.status } });
+        }
+        return list(
+          ctx,
+          auth.projectId,
+          { contactId: query.contactId, campaignId: query.campaignId, status: query.status as EmailStatus | undefined, to: query.to },
+          parseCursorParams(query),
+        );
+      },
+      {
+        auth: "secret",
+        query: t.Object({
+          limit: t.Optional(t.String()),
+          cursor: t.Optional(t.String()),
+          contactId: t.Optional(t.String()),
+          campaignId: t.Optional(t.String()),
+          status: t.Optional(t.String()),
+          to: t.Optional(t.String()),
+        }),
+      },
+    )
+    .get("/emails/:id", ({ auth, params }) => get(ctx, auth.projectId, params.id), { auth: "secret", params: t.Object({ id: t.String() }) });
+}

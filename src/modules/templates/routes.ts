@@ -1,0 +1,71 @@
+import { Elysia, t } from "elysia";
+import type { AppContext } from "../../context";
+import { authPlugin } from "../../http/auth";
+import { BareError } from "../../http/errors";
+import { parseOffsetParams } from "../../http/pagination";
+import * as schemas from "./schemas";
+import * as svc from "./service";
+
+const IdParams = t.Object({ id: t.String() });
+
+export function templateRoutes(ctx: AppContext) {
+  return new Elysia()
+    .use(authPlugin(ctx))
+    .macro({
+      // The spec's one bare case for templates: no `from` at all is 400 `{ error }`, before field
+      // validation (a macro, so that it runs after the auth macro's check).
+      requireFrom: (on: boolean) => ({
+        transform({ body }: { body: unknown }) {
+          const b = body as Record<string, unknown> | null;
+          if (on && b && typeof b === "object" && !Array.isArray(b) && (b.from === undefined || b.from === null || b.from === "")) {
+            throw new BareError(400, "from is required: the sender address of the template (its domain must be verified)");
+          }
+        },
+      }),
+    })
+    .get(
+      "/templates",
+      ({ auth, query }) => svc.listTemplates(ctx, auth.projectId, query, parseOffsetParams(query)),
+      { auth: "secret", query: schemas.ListQuery },
+    )
+    .post(
+      "/templates",
+      async ({ auth, body, set }) => {
+        const row = await svc.createTemplate(ctx, auth.projectId, body);
+        set.status = 201;
+        return svc.viewTemplate(row);
+      },
+      {
+        auth: "secret",
+        requireFrom: true,
+        body: schemas.CreateTemplate,
+      },
+    )
+    .get("/templates/:id", async ({ auth, params }) => svc.viewTemplate(await svc.getTemplate(ctx, auth.projectId, params.id)), {
+      auth: "secret",
+      params: IdParams,
+    })
+    .patch(
+      "/templates/:id",
+      async ({ auth, params, body }) => svc.viewTemplate(await svc.updateTemplate(ctx, auth.projectId, params.id, body)),
+      { auth: "secret", params: IdParams, body: schemas.UpdateTemplate },
+    )
+    .delete(
+      "/templates/:id",
+      async ({ auth, params }) => {
+        await svc.deleteTemplate(ctx, auth.projectId, params.id);
+        return { success: true };
+      },
+      { auth: "secret", params: IdParams },
+    )
+    .post(
+      "/templates/:id/duplicate",
+      async ({ auth, params, set }) => {
+        const row = await svc.duplicateTemplate(ctx, auth.projectId, params.id);
+        set.status = 201;
+        return svc.viewTemplate(row);
+      },
+      { auth: "secret", params: IdParams },
+    )
+    .get("/templates/:id/usage", ({ auth, params }) => svc.templateUsage(ctx, auth.projectId, params.id), { auth: "secret", params: IdParams });
+}

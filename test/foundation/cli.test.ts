@@ -1,0 +1,95 @@
+import { Database } from "bun:sqlite";
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { join } from "node:path";
+import { loadConfig, parseArgv, parseDuration } from "../../src/config";
+import { createAccount, makeApi, spawnServer, startServer, type TestServer } from "../support/server";
+
+const MAIN = join(import.meta.dir, "../../src/main.ts");
+const run = (args: string[], env: Record<string, string> = {}) => {
+  const p = Bun.spawnSync([process.execPath, MAIN, ...args], { env: { ...process.env, ...env } });
+  return { code: p.exitCode, out: p.stdout.toString(), err: p.stderr.toString() };
+};
+
+let srv: TestServer;
+beforeAll(async () => {
+  srv = await startServer();
+});
+afterAll(() => srv.close());
+
+test("--version and --help", () => {
+  expect(run(["--version"]).out).toMatch(/^mailsvc \d+\.\d+\.\d+/);
+  const help = run(["--help"]).out;
+  expect(help).toContain("mailsvc serve");
+  expect(help).toContain("MAILSVC_DNS_SERVERS");
+});
+
+test("every setting is an env variable and a flag; flags win", () => {
+  const env = { MAILSVC_PORT: "4000", MAILSVC_RETRY_SCHEDULE: "1s,2s", MAILSVC_DNS_SERVERS: "127.0.0.1:5353, 10.0.0.1", MAILSVC_DISABLE_SIGNUPS: "true" };
+  const c = loadConfig(env, parseArgv(["serve", "--port", "5000", "--domain-check-interval=90s"]).flags);
+  expect(c.port).toBe(5000);
+  expect(c.retryScheduleMs).toEqual([1000, 2000]);
+  expect(c.dnsServers).toEqual(["127.0.0.1:5353", "10.0.0.1"]);
+  expect(c.disableSignups).toBe(true);
+  expect(c.domainCheckIntervalMs).toBe(90_000);
+  expect(c.publicUrl).toBe("http://localhost:5000");
+  expect(parseDuration("5m")).toBe(300_000);
+  expect(() => parseDuration("soon")).toThrow();
+});
+
+test("user create prints the user and the project with its keys", () => {
+  const db = join(srv.dir, "cli.db");
+  const r = run(["user", "create", "--email", "Owner@Example.com", "--password", "password123", "--project", "CLI"], { MAILSVC_DB: db });
+  expect(r.code).toBe(0);
+  const out = JSON.parse(r.out);
+  expect(out.user.email).toBe("owner@example.com");
+  expect(out.project).toMatchObject({ name: "CLI", role: "OWNER" });
+  expect(out.project.public).toStartWith("pk_");
+  expect(out.project.secret).toStartWith("sk_");
+  const again = run(["user", "create", "--email", "owner@example.com", "--password", "password123"], { MAILSVC_DB: db });
+  expect(again.code).not.toBe(0);
+});
+
+test("backup makes a readable, consistent copy while writes continue", async () => {
+  const db = join(srv.dir, "live.db");
+  const live = await spawnServer({ MAILSVC_DB: db });
+  const api = makeApi(live.url);
+  const acc = await createAccount(api);
+  let writing = true;
+  let written = 0;
+  const writer = (async () => {
+    while (writing) {
+      const r = await api(`/users/@me/projects`, { cookie: acc.cookie, body: { name: `p${written}` } });
+      if (r.status === 201) written++;
+    }
+  })();
+  await Bun.sleep(150);
+  const out = join(srv.dir, "backup.db");
+  const r = run(["backup", out], { MAILSVC_DB: db });
+  await Bun.sleep(100);
+  writing = false;
+  await writer;
+  await live.kill("SIGTERM");
+  expect(r.code).toBe(0);
+  const copy = new Database(out, { readonly: true });
+  expect(copy.query("PRAGMA integrity_check").get()).toEqual({ integrity_check: "ok" });
+  const n = (copy.query("SELECT count(*) AS n FROM projects").get() as { n: number }).n;
+  expect(n).toBeGreaterThan(1);
+  expect(n).toBeLessThanOrEqual(written + 1);
+  expect((copy.query("SELECT count(*) AS n FROM users").get() as { n: number }).n).toBe(1);
+  copy.close();
+  // After SIGTERM the stopped file alone is complete (WAL checkpointed and truncated).
+  const wal = Bun.file(db + "-wal");
+  expect((await wal.exists()) ? wal.size : 0).toBe(0);
+  const stopped = new Database(db, { readonly: true });
+  expect((stopped.query("SELECT count(*) AS n FROM projects").get() as { n: number }).n).toBe(written + 1);
+  stopped.close();
+});
+
+test("signups can be disabled", async () => {
+  const s = await startServer({ config: { disableSignups: true } });
+  const r = await s.api("/auth/signup", { body: { email: "x@example.com", password: "password123" } });
+  expect(r.status).toBe(403);
+  expect(r.body.error.code).toBe("FORBIDDEN");
+  expect((await s.api("/config")).body.features.signups).toBe(false);
+  await s.close();
+});
