@@ -18,25 +18,30 @@ export interface BuiltMessage {
   signed: boolean;
 }
 
-/** Signing keys per (project, domain), cached briefly on the service clock. */
+/**
+ * The DKIM key for a message: the sender domain's key in the email's project (getSigningKey caches
+ * KeyObjects). Account emails (no project) use the key of the project where MAILSVC_SYSTEM_FROM's
+ * domain is VERIFIED, looked up once a minute.
+ */
 export class SigningKeys {
-  private cache = new Map<string, { key: SigningKey | null; expires: number }>();
+  private system = new Map<string, { projectId: string | null; expires: number }>();
   constructor(
     private readonly ctx: AppContext,
     private readonly ttlMs = 60_000,
   ) {}
 
   async get(projectId: string | null, domain: string): Promise<SigningKey | null> {
-    const k = `${projectId ?? ""}|${domain}`;
-    const now = this.ctx.clock.now();
-    const hit = this.cache.get(k);
-    if (hit && hit.expires > now) return hit.key;
     let pid = projectId;
-    if (pid === null) pid = await this.ctx.store.exclusive((sqlite) => systemSigningProject(sqlite, domain));
-    const key = pid ? await getSigningKey(this.ctx, pid, domain) : null;
-    this.cache.set(k, { key, expires: now + this.ttlMs });
-    if (this.cache.size > 5000) this.cache.clear();
-    return key;
+    if (pid === null) {
+      const now = this.ctx.clock.now();
+      const hit = this.system.get(domain);
+      if (hit && hit.expires > now) pid = hit.projectId;
+      else {
+        pid = await this.ctx.store.exclusive((sqlite) => systemSigningProject(sqlite, domain));
+        this.system.set(domain, { projectId: pid, expires: now + this.ttlMs });
+      }
+    }
+    return pid ? getSigningKey(this.ctx, pid, domain) : null;
   }
 }
 

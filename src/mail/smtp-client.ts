@@ -79,6 +79,9 @@ export class SmtpClient {
         } catch {}
         resolve({ ok: false, result: fromSmtpError(err, stage) });
       };
+      // smtp-connection reports a failed connect (refused, TLS, timeout) as an 'error' event only.
+      conn.once("error", (err) => fail(err, "connect"));
+      conn.once("end", () => fail(new Error("connection closed during the SMTP handshake"), "connect"));
       try {
         conn.connect((err) => {
           if (err) return fail(err, "connect");
