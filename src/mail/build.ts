@@ -2,9 +2,9 @@
 // vars -> render (subject, HTML, text) -> feedback-loop decoration -> MIME -> DKIM.
 import type { AppContext } from "../context";
 import { domainOf } from "./address";
-import { composeMessage, type AttachmentInput } from "./compose";
+import { composeMessage, toWire, type AttachmentInput } from "./compose";
 import { decorateMessage, getSigningKey, renderHtml, renderSubject, renderText, subscriptionUrls, bounceDomainFor, type SigningKey } from "./deps";
-import { finishDkim, prepareDkim } from "./dkim";
+import { dkimHeader, prepareDkim } from "./dkim";
 import { htmlToText } from "./html-text";
 import type { ClaimedEmail, ContentRow } from "./outbox-store";
 import { systemSigningProject } from "./outbox-store";
@@ -53,6 +53,22 @@ export function envelopeFromFor(emailId: string, fromEmail: string): string {
 
 const usesUnsubscribeUrl = (src: string) => /\{\{\{?\s*unsubscribeUrl\b/.test(src);
 
+/**
+ * The plain-text part when the content has none: the HTML *template* converted to a text template
+ * once per content, then rendered per recipient (converting each rendered 20 KB body would cost
+ * more than the rest of the message). Falls back to converting the rendered HTML.
+ */
+const textTemplates = new WeakMap<ContentRow, string>();
+function derivedText(content: ContentRow, vars: Record<string, unknown>, html: string): string {
+  let tpl = textTemplates.get(content);
+  if (tpl === undefined) textTemplates.set(content, (tpl = htmlToText(content.html)));
+  try {
+    return renderText(tpl, vars);
+  } catch {
+    return htmlToText(html);
+  }
+}
+
 /** Rendered parts of one recipient's message (before MIME). */
 export async function renderFor(ctx: AppContext, row: ClaimedEmail, content: ContentRow) {
   if (row.source_type === "SYSTEM") {
@@ -77,7 +93,7 @@ export async function renderFor(ctx: AppContext, row: ClaimedEmail, content: Con
     html = dec.html;
     headers = dec.headers;
   }
-  const text = content.text !== null ? renderText(content.text, vars) : htmlToText(html);
+  const text = content.text !== null ? renderText(content.text, vars) : derivedText(content, vars, html);
   return { subject, html, text, headers };
 }
 
@@ -86,7 +102,7 @@ export async function buildMessage(ctx: AppContext, row: ClaimedEmail, content: 
   const custom: Record<string, string> = content.headers ? JSON.parse(content.headers) : {};
   const attachments: AttachmentInput[] | null = content.attachments ? JSON.parse(content.attachments) : null;
   const now = ctx.clock.now();
-  const raw = await composeMessage({
+  const msg = await composeMessage({
     messageId: (row.message_id ?? messageIdFor(row.id, ctx.config.hostname)).replace(/^<|>$/g, ""),
     date: new Date(now),
     from: { name: content.from_name, email: content.from_email },
@@ -100,8 +116,8 @@ export async function buildMessage(ctx: AppContext, row: ClaimedEmail, content: 
   });
   const envelopeFrom = envelopeFromFor(row.id, content.from_email);
   const key = await keys.get(row.project_id, domainOf(content.from_email));
-  if (!key) return { raw, envelopeFrom, signed: false };
-  const prepared = prepareDkim(raw, { domain: key.domain, selector: key.selector, timeMs: now });
+  if (!key) return { raw: toWire(msg), envelopeFrom, signed: false };
+  const prepared = prepareDkim(msg, { domain: key.domain, selector: key.selector, timeMs: now });
   const signature = await signer.sign(key.privateKeyPem, prepared.data);
-  return { raw: finishDkim(raw, prepared, signature), envelopeFrom, signed: true };
+  return { raw: toWire(msg, dkimHeader(prepared, signature)), envelopeFrom, signed: true };
 }

@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import MailComposer from "nodemailer/lib/mail-composer";
 import * as mimeFuncs from "nodemailer/lib/mime-funcs";
-import * as qp from "nodemailer/lib/qp";
+import { BodyWriter } from "./qp";
 
 export interface Address {
   name?: string | null;
@@ -58,10 +58,6 @@ export function rfc2822Date(d: Date): string {
   return d.toUTCString().replace(/GMT$/, "+0000");
 }
 
-function qpBody(s: string): string {
-  return qp.wrap(qp.encode(Buffer.from(s.replace(/\r\n|\r|\n/g, "\r\n"), "utf8")), 76);
-}
-
 function commonHeaders(input: MessageInput): string[] {
   const lines = [
     headerLine("From", formatAddress(input.from)),
@@ -76,26 +72,30 @@ function commonHeaders(input: MessageInput): string[] {
   return lines;
 }
 
+/** A message as the header block (ASCII, without the blank line) and the body bytes. */
+export interface RawMessage {
+  head: string;
+  body: Buffer;
+}
+
 /** The fast path: multipart/alternative with quoted-printable text and HTML. */
-export function composeAlternative(input: MessageInput): Buffer {
+export function composeAlternative(input: MessageInput): RawMessage {
   const boundary = `=_mailsvc_${randomBytes(12).toString("hex")}`;
   const head = commonHeaders(input);
   head.push(`Content-Type: multipart/alternative; boundary="${boundary}"`);
-  const out =
-    head.join("\r\n") +
-    "\r\n\r\n" +
-    `--${boundary}\r\n` +
-    "Content-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n" +
-    qpBody(input.text) +
-    `\r\n--${boundary}\r\n` +
-    "Content-Type: text/html; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n" +
-    qpBody(input.html) +
-    `\r\n--${boundary}--\r\n`;
-  return Buffer.from(out, "latin1");
+  const part = (type: string) => `--${boundary}\r\nContent-Type: ${type}; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n`;
+  const body = new BodyWriter()
+    .ascii(part("text/plain"))
+    .qp(input.text)
+    .ascii("\r\n" + part("text/html"))
+    .qp(input.html)
+    .ascii(`\r\n--${boundary}--\r\n`)
+    .finish();
+  return { head: head.join("\r\n"), body };
 }
 
 /** Messages with attachments: nodemailer's MailComposer. */
-export function composeWithAttachments(input: MessageInput): Promise<Buffer> {
+export async function composeWithAttachments(input: MessageInput): Promise<RawMessage> {
   const mc = new MailComposer({
     from: formatAddress(input.from),
     to: formatAddress(input.to),
@@ -115,9 +115,25 @@ export function composeWithAttachments(input: MessageInput): Promise<Buffer> {
       contentDisposition: a.disposition ?? (a.contentId ? "inline" : "attachment"),
     })),
   } as ConstructorParameters<typeof MailComposer>[0]);
-  return new Promise<Buffer>((resolve, reject) => mc.compile().build((err, msg) => (err ? reject(err) : resolve(msg))));
+  const raw = await new Promise<Buffer>((resolve, reject) => mc.compile().build((err, msg) => (err ? reject(err) : resolve(msg))));
+  return splitRaw(raw);
 }
 
-export function composeMessage(input: MessageInput): Buffer | Promise<Buffer> {
+export function splitRaw(raw: Buffer): RawMessage {
+  const idx = raw.indexOf("\r\n\r\n");
+  if (idx < 0) return { head: raw.toString("latin1").replace(/\r\n$/, ""), body: Buffer.alloc(0) };
+  return { head: raw.toString("latin1", 0, idx), body: raw.subarray(idx + 4) };
+}
+
+/** The bytes on the wire: optional leading header lines (DKIM-Signature, with CRLF), the header block, the body. */
+export function toWire(msg: RawMessage, leading = ""): Buffer {
+  const pre = leading + msg.head + "\r\n\r\n";
+  const out = Buffer.allocUnsafe(pre.length + msg.body.length);
+  out.write(pre, 0, "latin1");
+  msg.body.copy(out, pre.length);
+  return out;
+}
+
+export function composeMessage(input: MessageInput): RawMessage | Promise<RawMessage> {
   return input.attachments && input.attachments.length ? composeWithAttachments(input) : composeAlternative(input);
 }

@@ -1,8 +1,9 @@
 // DKIM (RFC 6376), rsa-sha256, relaxed/relaxed, over any raw RFC 5322 message.
 // Split in two so the expensive RSA operation can run elsewhere (see signer.ts):
-//   prepareDkim(raw) -> the canonical data to sign + the header without its b= value
-//   finishDkim(raw, prepared, signature) -> the signed message
+//   prepareDkim(message) -> the canonical data to sign + the header without its b= value
+//   dkimHeader(prepared, signature) -> the DKIM-Signature header line to put first (toWire)
 import { createHash } from "node:crypto";
+import type { RawMessage } from "./compose";
 
 /** Header fields we sign when present (From always is). */
 export const SIGNED_HEADERS = [
@@ -66,30 +67,38 @@ export function relaxedHeader(name: string, value: string): string {
   return `${name.toLowerCase()}:${value.replace(/\r\n/g, "").replace(/[ \t]+/g, " ").trim()}`;
 }
 
-/** Relaxed body canonicalization (input and output as latin1 "binary" strings). */
+/** Relaxed body canonicalization of a latin1 "binary" string with CRLF line ends. */
 export function relaxedBody(body: string): string {
   let b = body;
   if (b.includes("\t") || b.includes("  ") || b.includes(" \r\n")) {
     b = b.replace(/[ \t]+/g, " ").replace(/ \r\n/g, "\r\n");
     if (b.endsWith(" ")) b = b.slice(0, -1);
   }
-  // Bare LF would be CRLF on the wire.
-  if (b.includes("\n") && /(^|[^\r])\n/.test(b)) b = b.replace(/\r?\n/g, "\r\n");
   let end = b.length;
   while (end >= 2 && b.charCodeAt(end - 1) === 0x0a && b.charCodeAt(end - 2) === 0x0d) end -= 2;
   if (end === 0) return "";
   return b.slice(0, end) + "\r\n";
 }
 
-function splitMessage(raw: Buffer): { head: string; body: string } {
-  const idx = raw.indexOf("\r\n\r\n");
-  if (idx < 0) return { head: raw.toString("latin1"), body: "" };
-  return { head: raw.toString("latin1", 0, idx), body: raw.toString("latin1", idx + 4) };
+const CRLF = Buffer.from("\r\n");
+
+/**
+ * SHA-256 of the relaxed body. Our composers write CRLF line ends, and our quoted-printable never
+ * has runs of whitespace or trailing spaces, so usually the bytes are hashed as they are.
+ */
+function bodyHash(raw: Buffer, start = 0): string {
+  const h = createHash("sha256");
+  if (raw.indexOf("\t", start) >= 0 || raw.indexOf("  ", start) >= 0 || raw.indexOf(" \r\n", start) >= 0 || raw[raw.length - 1] === 0x20) {
+    return h.update(relaxedBody(raw.toString("latin1", start)), "latin1").digest("base64");
+  }
+  let end = raw.length;
+  while (end - 2 >= start && raw[end - 1] === 0x0a && raw[end - 2] === 0x0d) end -= 2;
+  if (end > start) h.update(raw.subarray(start, end)).update(CRLF);
+  return h.digest("base64");
 }
 
-export function prepareDkim(raw: Buffer, p: DkimSigningParams): PreparedDkim {
-  const { head, body } = splitMessage(raw);
-  const fields = parseHeaderBlock(head);
+export function prepareDkim(msg: RawMessage, p: DkimSigningParams): PreparedDkim {
+  const fields = parseHeaderBlock(msg.head);
   const last = new Map<string, HeaderField>();
   for (const f of fields) last.set(f.name, f); // the bottom-most instance is the one signed
   const names: string[] = [];
@@ -100,7 +109,7 @@ export function prepareDkim(raw: Buffer, p: DkimSigningParams): PreparedDkim {
     names.push(n);
     canon.push(relaxedHeader(n, f.value));
   }
-  const bh = createHash("sha256").update(relaxedBody(body), "latin1").digest("base64");
+  const bh = bodyHash(msg.body);
   const headerPrefix =
     `DKIM-Signature: v=1; a=rsa-sha256; c=relaxed/relaxed; d=${p.domain}; q=dns/txt;\r\n` +
     ` s=${p.selector}; t=${Math.floor(p.timeMs / 1000)};\r\n` +
@@ -111,8 +120,8 @@ export function prepareDkim(raw: Buffer, p: DkimSigningParams): PreparedDkim {
   return { headerPrefix, data };
 }
 
-/** Prepends the DKIM-Signature header carrying `signatureB64`. */
-export function finishDkim(raw: Buffer, prepared: PreparedDkim, signatureB64: string): Buffer {
+/** The complete DKIM-Signature header line (with its CRLF) carrying `signatureB64`. */
+export function dkimHeader(prepared: PreparedDkim, signatureB64: string): string {
   const folded = signatureB64.replace(/.{1,72}/g, (m, off: number) => (off === 0 ? m : "\r\n  " + m));
-  return Buffer.concat([Buffer.from(prepared.headerPrefix + folded + "\r\n", "latin1"), raw]);
+  return prepared.headerPrefix + folded + "\r\n";
 }

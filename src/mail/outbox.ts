@@ -44,8 +44,8 @@ export interface OutboxOptions {
 }
 
 export const DEFAULT_OUTBOX_OPTIONS: OutboxOptions = {
-  batchSize: 100,
-  maxInflight: 400,
+  batchSize: 50,
+  maxInflight: 150,
   pollMs: 500,
   leaseMs: 15 * 60_000,
   projectRatePerSecond: 2000,
