@@ -10,7 +10,7 @@ let lastAt = 0;
 const perRecipient = new Map<string, number>();
 
 const server = new SMTPServer({
-  disabledCommands: ["AUTH"],
+  disabledCommands: process.env.SINK_NO_TLS ? ["AUTH", "STARTTLS"] : ["AUTH"],
   authOptional: true,
   logger: false,
   size: 60 * 1024 * 1024,

@@ -29,7 +29,7 @@ function html20k(): string {
     `<p style="margin:0">Hello {{firstName ?? "there"}}, here is paragraph ${i} of this newsletter with a ` +
     `<a href="https://example.com/articles/${i}?utm_source=mail&amp;utm_campaign=bench">link to article ${i}</a> and some text.</p></td></tr>\n`;
   let body = "";
-  for (let i = 0; body.length < 19_500; i++) body += para(i);
+  for (let i = 0; body.length < Number(process.env.BENCH_HTML ?? 19_500); i++) body += para(i);
   return `<!doctype html><html><head><meta charset="utf-8"><title>News</title></head><body><table width="100%">${body}</table>` +
     `<p style="font-size:11px;color:#999">You receive this because you signed up. {{email}}</p></body></html>`;
 }
@@ -99,11 +99,19 @@ const smtpRate = smtpSent / ((performance.now() - c0) / 1000);
 await fetch(sinkUrl + "/reset");
 
 // ---- the service ------------------------------------------------------------------------------
-// BENCH_PROFILE=<dir> writes a CPU profile (markdown) of the server there.
+// BENCH_PROFILE=<dir> writes a CPU profile (markdown) of the server there; BENCH_HEAP_PROFILE=<dir> an allocation profile.
 const profileDir = process.env.BENCH_PROFILE;
+const heapDir = process.env.BENCH_HEAP_PROFILE;
 const svcPort = await freePort();
 const svcProc = Bun.spawn(
-  [process.execPath, ...(profileDir ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${profileDir}`] : []), join(ROOT, "src/main.ts"), "serve"],
+  [
+    process.execPath,
+    ...(process.env.BENCH_SMOL ? ["--smol"] : []),
+    ...(profileDir ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${profileDir}`] : []),
+    ...(heapDir ? ["--heap-prof", "--heap-prof-md", `--heap-prof-dir=${heapDir}`] : []),
+    join(ROOT, "src/main.ts"),
+    "serve",
+  ],
   {
     env: {
       ...process.env,
@@ -116,7 +124,7 @@ const svcProc = Bun.spawn(
       MAILSVC_MX_PORT: String(smtpPort),
       MAILSVC_HOSTNAME: "mailsvc.bench",
     },
-    stdout: "ignore",
+    stdout: process.env.BENCH_LOG ? Bun.file(process.env.BENCH_LOG) : "ignore",
     stderr: "inherit",
   },
 );
@@ -155,10 +163,14 @@ const rssTimer = setInterval(() => {
   if (++rssTick % 20 === 0) rssTimeline.push(v);
 }, 100);
 const latencies: number[] = [];
+const apiPhase: number[] = [];
+let accepting = true;
 let sending = true;
 const prober = (async () => {
   while (sending) {
-    latencies.push(await probe());
+    const ms = await probe();
+    latencies.push(ms);
+    if (accepting) apiPhase.push(ms);
     await Bun.sleep(10);
   }
 })();
@@ -185,6 +197,7 @@ await Promise.all(
   }),
 );
 const accepted = Date.now() - t0;
+accepting = false;
 
 let stats = await sinkStats();
 const deadline = Date.now() + 180_000;
@@ -199,7 +212,9 @@ const elapsed = (stats.lastAt - t0) / 1000;
 const rate = stats.count / elapsed;
 
 latencies.sort((a, b) => a - b);
-const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((latencies.length * p) / 100))]!.toFixed(1);
+apiPhase.sort((a, b) => a - b);
+const pctOf = (l: number[], p: number) => (l.length ? l[Math.min(l.length - 1, Math.floor((l.length * p) / 100))]! : 0).toFixed(1);
+const pct = (p: number) => pctOf(latencies, p);
 
 await svc.kill();
 sinkProc.kill();
@@ -210,6 +225,6 @@ console.log(`RSA-2048 sign, crypto.subtle (Bun thread pool)      ${fmt(subtleRat
 console.log(`smtp-connection -> sink, 10 reused connections       ${fmt(smtpRate)} msg/s      (ceiling, ${(sample.length / 1024).toFixed(1)} KB message)`);
 console.log(`POST /v1/send ${REQUESTS} x ${PER} = ${fmt(TOTAL)} recipients accepted in ${(accepted / 1000).toFixed(2)} s (${fmt((TOTAL / accepted) * 1000)} recipients/s), ${apiErrors} errors`);
 console.log(`end to end: ${fmt(stats.count)} messages (${fmt(stats.unique)} recipients, ${stats.duplicates} duplicates, ${(stats.bytes / stats.count / 1024).toFixed(1)} KB avg) in ${elapsed.toFixed(2)} s = ${fmt(rate)} msg/s  (bar >= 1,000: ${rate >= 1000 ? "PASS" : "FAIL"})`);
-console.log(`${trackProbe ? "POST /v1/track" : "GET /v1/key (no /v1/track on this build)"} during the send: p50 ${pct(50)} ms, p99 ${pct(99)} ms over ${latencies.length} requests  (bar p99 < 25 ms: ${Number(pct(99)) < 25 ? "PASS" : "FAIL"})`);
+console.log(`${trackProbe ? "POST /v1/track" : "GET /v1/key (no /v1/track on this build)"} during the send: p50 ${pct(50)} ms, p99 ${pct(99)} ms over ${latencies.length} requests (while the API accepted the sends: p99 ${pctOf(apiPhase, 99)} ms over ${apiPhase.length})  (bar p99 < 25 ms: ${Number(pct(99)) < 25 ? "PASS" : "FAIL"})`);
 console.log(`server RSS max during the send: ${rssMax} MB (idle before: ${rssIdle} MB; every 2 s: ${rssTimeline.join(" ")})  (bar < 200 MB: ${rssMax < 200 ? "PASS" : "FAIL"})`);
 process.exit(0);

@@ -76,7 +76,12 @@ function commonHeaders(input: MessageInput): string[] {
 export interface RawMessage {
   head: string;
   body: Buffer;
+  /** Bytes before `body` in its ArrayBuffer that are ours to write (toWire puts the headers there). */
+  headroom?: number;
 }
+
+/** Room for the DKIM-Signature header (about 600 bytes for RSA-2048) and the blank line. */
+const DKIM_ROOM = 2048;
 
 /** The fast path: multipart/alternative with quoted-printable text and HTML. */
 export function composeAlternative(input: MessageInput): RawMessage {
@@ -84,14 +89,16 @@ export function composeAlternative(input: MessageInput): RawMessage {
   const head = commonHeaders(input);
   head.push(`Content-Type: multipart/alternative; boundary="${boundary}"`);
   const part = (type: string) => `--${boundary}\r\nContent-Type: ${type}; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n`;
+  const headBlock = head.join("\r\n");
+  const headroom = headBlock.length + DKIM_ROOM;
   const body = new BodyWriter()
     .ascii(part("text/plain"))
     .qp(input.text)
     .ascii("\r\n" + part("text/html"))
     .qp(input.html)
     .ascii(`\r\n--${boundary}--\r\n`)
-    .finish();
-  return { head: head.join("\r\n"), body };
+    .finish(headroom);
+  return { head: headBlock, body, headroom };
 }
 
 /** Messages with attachments: nodemailer's MailComposer. */
@@ -128,6 +135,13 @@ export function splitRaw(raw: Buffer): RawMessage {
 /** The bytes on the wire: optional leading header lines (DKIM-Signature, with CRLF), the header block, the body. */
 export function toWire(msg: RawMessage, leading = ""): Buffer {
   const pre = leading + msg.head + "\r\n\r\n";
+  if (msg.headroom !== undefined && pre.length <= msg.headroom) {
+    // Write the headers into the room left before the body: no copy of the body.
+    const start = msg.body.byteOffset - pre.length;
+    const out = Buffer.from(msg.body.buffer, start, pre.length + msg.body.length);
+    out.write(pre, 0, "latin1");
+    return out;
+  }
   const out = Buffer.allocUnsafe(pre.length + msg.body.length);
   out.write(pre, 0, "latin1");
   msg.body.copy(out, pre.length);

@@ -107,11 +107,12 @@ export class BodyWriter {
     return this;
   }
 
-  finish(): Buffer {
-    const b = Buffer.allocUnsafe(this.o);
-    BodyWriter.out.copy(b, 0, 0, this.o);
+  /** The body, in a new buffer with `headroom` free bytes before it (for the header block, see toWire). */
+  finish(headroom = 0): Buffer {
+    const b = Buffer.allocUnsafe(headroom + this.o);
+    BodyWriter.out.copy(b, headroom, 0, this.o);
     this.o = 0;
-    return b;
+    return b.subarray(headroom);
   }
 }
 
