@@ -3,7 +3,7 @@
 // contact is unsubscribed and `email.bounce` is recorded, all in one transaction.
 import { sql } from "kysely";
 import type { AppContext } from "../context";
-import { notifyEvent, recordEvent, setSubscribed } from "./deps";
+import { notifyEvents, recordEvent, setSubscribed, type RecordedEvent } from "./deps";
 import type { EventRow } from "./outbox-store";
 
 export interface BounceWrite {
@@ -16,7 +16,7 @@ export interface BounceWrite {
 }
 
 export async function recordBounces(ctx: AppContext, now: number, items: { bounce: BounceWrite; events: EventRow[] }[]): Promise<void> {
-  const recorded: { ev: EventRow; id: string }[] = [];
+  const recorded: RecordedEvent[] = [];
   await ctx.db.transaction().execute(async (trx) => {
     for (const { bounce: b, events } of items) {
       const r = await trx
@@ -43,11 +43,14 @@ export async function recordBounces(ctx: AppContext, now: number, items: { bounc
         .onConflict((oc) => oc.columns(["project_id", "email"]).doNothing())
         .execute();
       for (const ev of events) {
-        const id = await recordEvent(trx, ctx, { projectId: ev.projectId, contactId: ev.contactId, name: ev.name, data: ev.data, emailId: ev.emailId });
-        recorded.push({ ev, id });
+        const eventId = await recordEvent(trx, ctx, { projectId: ev.projectId, contactId: ev.contactId, name: ev.name, data: ev.data, emailId: ev.emailId });
+        recorded.push({ projectId: ev.projectId, contactId: ev.contactId, eventId, name: ev.name, data: ev.data });
       }
-      if (b.contactId) await setSubscribed(trx, ctx, { projectId: b.projectId, contactId: b.contactId, subscribed: false });
+      if (b.contactId) {
+        const r = await setSubscribed(trx, ctx, { projectId: b.projectId, contactId: b.contactId, subscribed: false, source: "bounce", emailId: b.id });
+        if (r) recorded.push(...r.events);
+      }
     }
   });
-  for (const { ev, id } of recorded) notifyEvent(ctx, { projectId: ev.projectId, contactId: ev.contactId, eventId: id, name: ev.name, data: ev.data });
+  await notifyEvents(ctx, recorded);
 }

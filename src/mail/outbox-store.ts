@@ -3,6 +3,7 @@
 // main thread. Everything is scoped by email id; ids come from rows this process claimed.
 import type { Database } from "bun:sqlite";
 import type { EmailSourceType } from "../db/tables/delivery";
+import { insertEventRaw, type RecordedEvent } from "./deps";
 
 export interface ClaimedEmail {
   id: string;
@@ -119,8 +120,8 @@ export function systemSigningProject(sqlite: Database, domain: string): string |
 
 // ---- outcomes ---------------------------------------------------------------------------------
 
+/** A contact event of an outcome (email.sent, email.delivery, email.bounce). */
 export interface EventRow {
-  id: string;
   projectId: string;
   contactId: string;
   name: string;
@@ -134,21 +135,11 @@ export type OutcomeWrite =
   | { kind: "FAILED"; id: string; reply: string; host: string | null }
   | { kind: "SUPPRESSED"; id: string; reply: string };
 
-let eventsTable: WeakMap<Database, boolean> = new WeakMap();
-function hasEvents(sqlite: Database): boolean {
-  let v = eventsTable.get(sqlite);
-  if (v === undefined) {
-    v = !!sqlite.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events'").get();
-    eventsTable.set(sqlite, v);
-  }
-  return v;
-}
-
 /**
  * Writes a batch of non-bounce outcomes and their contact events in one transaction.
  * Only rows still SENDING change (a row cancelled or handled elsewhere meanwhile is left alone).
  */
-export function writeOutcomes(sqlite: Database, now: number, outcomes: OutcomeWrite[], events: EventRow[]): void {
+export function writeOutcomes(sqlite: Database, now: number, outcomes: OutcomeWrite[], events: EventRow[]): RecordedEvent[] {
   const delivered = sqlite.query(
     `UPDATE emails SET status = ?, attempts = attempts + 1, sent_at = COALESCE(sent_at, ?),
        delivered_at = CASE WHEN ? = 'DELIVERED' THEN ? ELSE delivered_at END,
@@ -169,10 +160,7 @@ export function writeOutcomes(sqlite: Database, now: number, outcomes: OutcomeWr
     `UPDATE emails SET status = 'SUPPRESSED', last_reply = ?, lease_until = NULL, next_attempt_at = NULL, updated_at = ?
      WHERE id = ? AND status = 'SENDING'`,
   );
-  const withEvents = events.length > 0 && hasEvents(sqlite);
-  const eventQ = withEvents
-    ? sqlite.query("INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
-    : null;
+  const recorded: RecordedEvent[] = [];
   sqlite.transaction(() => {
     for (const o of outcomes) {
       switch (o.kind) {
@@ -191,6 +179,10 @@ export function writeOutcomes(sqlite: Database, now: number, outcomes: OutcomeWr
           break;
       }
     }
-    if (eventQ) for (const e of events) eventQ.run(e.id, e.projectId, e.contactId, e.name, JSON.stringify(e.data), e.emailId, now);
+    for (const e of events) {
+      const eventId = insertEventRaw(sqlite, now, e);
+      recorded.push({ projectId: e.projectId, contactId: e.contactId, eventId, name: e.name, data: e.data });
+    }
   })();
+  return recorded;
 }

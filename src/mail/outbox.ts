@@ -6,9 +6,10 @@ import type { Resolver } from "node:dns/promises";
 import type { AppContext } from "../context";
 import { domainOf } from "./address";
 import { buildMessage, SigningKeys } from "./build";
+import { releaseBuffer } from "./buffers";
 import { createResolver } from "./dns";
 import { recordBounces, type BounceWrite } from "./bounces";
-import { notifyEvent } from "./deps";
+import { notifyEvents } from "./deps";
 import { RouteCache } from "./mx";
 import {
   claimDue,
@@ -40,18 +41,21 @@ export interface OutboxOptions {
   maxConnectionsPerDestination: number;
   idleMs: number;
   maxMessagesPerConnection: number;
+  /** How long the first outcome of a group commit waits for others. */
+  groupCommitMs: number;
   timeouts?: Partial<SmtpTimeouts>;
 }
 
 export const DEFAULT_OUTBOX_OPTIONS: OutboxOptions = {
   batchSize: 50,
-  maxInflight: 150,
+  maxInflight: 120,
   pollMs: 500,
   leaseMs: 15 * 60_000,
   projectRatePerSecond: 2000,
-  maxConnectionsPerDestination: 10,
+  maxConnectionsPerDestination: 20,
   idleMs: 10_000,
   maxMessagesPerConnection: 1000,
+  groupCommitMs: 2,
 };
 
 /** Token bucket per project. */
@@ -73,7 +77,7 @@ class ProjectBuckets {
 class ContentCache {
   private map = new Map<string, { row: ContentRow; size: number }>();
   private size = 0;
-  constructor(private readonly maxBytes = 32 * 1024 * 1024) {}
+  constructor(private readonly maxBytes = 8 * 1024 * 1024) {}
   get(id: string): ContentRow | undefined {
     const e = this.map.get(id);
     if (!e) return undefined;
@@ -298,7 +302,7 @@ export class Outbox {
         continue;
       }
       builds.push(this.deliver(row, content));
-      if (i % 16 === 15) await yieldToEventLoop();
+      if (i % 8 === 7) await yieldToEventLoop();
     }
     await Promise.all(builds);
   }
@@ -319,7 +323,7 @@ export class Outbox {
       from: built.envelopeFrom,
       to: row.to_email,
       raw: built.raw,
-      done: (result, info) => this.finish(row, result, info),
+      done: (result, info) => this.finish(row, result, info).finally(() => releaseBuffer(built.raw)),
     });
   }
 
@@ -329,7 +333,7 @@ export class Outbox {
     const events: EventRow[] = [];
     const contact = row.project_id && row.contact_id ? { projectId: row.project_id, contactId: row.contact_id } : null;
     const ev = (name: string, data: Record<string, unknown>) => {
-      if (contact) events.push({ id: Bun.randomUUIDv7(), ...contact, name, data, emailId: row.id });
+      if (contact) events.push({ ...contact, name, data, emailId: row.id });
     };
     if (row.attempts === 0) ev("email.sent", { emailId: row.id, to: row.to_email, sourceType: row.source_type, ...(row.campaign_id ? { campaignId: row.campaign_id } : {}), ...(row.template_id ? { templateId: row.template_id } : {}) });
     const reply = result.reply.slice(0, 1000);
@@ -356,11 +360,13 @@ export class Outbox {
     return new Promise<void>((resolve, reject) => {
       this.pending.push({ ...o, resolve, reject });
       if (!this.flushScheduled) {
+        // Group commit: outcomes arriving within a couple of milliseconds share one transaction
+        // (each connection waits for its own, so this is also each connection's pause per message).
         this.flushScheduled = true;
-        setImmediate(() => {
+        setTimeout(() => {
           this.flushScheduled = false;
           void this.flush();
-        });
+        }, this.opts.groupCommitMs);
       }
     }).finally(() => {
       this.inflight.delete(row.id);
@@ -399,9 +405,10 @@ export class Outbox {
         events.push(...p.events);
       }
     }
-    if (writes.length) await this.ctx.store.exclusive((sqlite) => writeOutcomes(sqlite, now, writes, events));
+    const recorded = writes.length ? await this.ctx.store.exclusive((sqlite) => writeOutcomes(sqlite, now, writes, events)) : [];
     if (bounces.length) await recordBounces(this.ctx, now, bounces);
-    for (const e of events) notifyEvent(this.ctx, { projectId: e.projectId, contactId: e.contactId, eventId: e.id, name: e.name, data: e.data });
+    // Workflows start from these (ctx.hooks.onEvent); not awaited, so a slow hook never holds a connection.
+    if (recorded.length) void notifyEvents(this.ctx, recorded);
   }
 }
 

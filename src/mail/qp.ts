@@ -2,6 +2,8 @@
 // Line breaks of any style become CRLF. The output never holds a tab, two spaces in a row or a
 // space before a line break, so its DKIM relaxed body canonicalization is the body itself and the
 // signer can hash the bytes as they are (see dkim.ts).
+import { acquireBuffer } from "./buffers";
+
 const HEX = Buffer.from("0123456789ABCDEF", "latin1");
 const MAX_LINE = 75; // 76 with the soft-break "="
 
@@ -109,7 +111,7 @@ export class BodyWriter {
 
   /** The body, in a new buffer with `headroom` free bytes before it (for the header block, see toWire). */
   finish(headroom = 0): Buffer {
-    const b = Buffer.allocUnsafe(headroom + this.o);
+    const b = acquireBuffer(headroom + this.o);
     BodyWriter.out.copy(b, headroom, 0, this.o);
     this.o = 0;
     return b.subarray(headroom);

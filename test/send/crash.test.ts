@@ -17,7 +17,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const CONNECTIONS = 10; // the engine's per-destination connection cap
+const CONNECTIONS = 20; // the engine's per-destination connection cap
 
 test("kill -9 mid-send, restart: every recipient gets its message, duplicates only from the in-flight window", async () => {
   const dns = await startDns();

@@ -2,12 +2,13 @@
 // content, one email row per recipient) in ONE transaction, then handed to the outbox.
 import { iso } from "../../clock";
 import type { AppContext } from "../../context";
-import { notifyEvents, upsertContact, type RecordedEvent } from "./audience";
+import { upsertContactRaw } from "../../audience/raw";
+import { notifyEvents, type RecordedEvent } from "../../audience/events";
 import { payloadTooLarge, validationError, type FieldError } from "../../http/errors";
 import { isValidEmail } from "../../mail/address";
 import type { AttachmentInput } from "../../mail/compose";
 import { checkCustomHeaders } from "../../mail/custom-headers";
-import { insertContent, insertEmails, suppressedAddresses, type NewEmail } from "../../mail/enqueue";
+import { insertContentRaw, insertEmailRaw, isSuppressedRaw } from "../../mail/enqueue";
 import { wakeOutbox } from "../../mail/outbox";
 import { assertSenderAllowed } from "../domains/service";
 import { assertTemplateSyntax, getTemplate, type TemplateRow } from "../templates/service";
@@ -127,55 +128,45 @@ export async function send(ctx: AppContext, projectId: string, input: SendInput)
   const html = input.body ?? tpl!.body;
   const replyTo = input.reply?.trim() || tpl?.reply_to || null;
 
-  const suppressed = await suppressedAddresses(ctx.db, projectId, [...new Set(v.to.map((r) => r.email))]);
   const now = ctx.clock.now();
+  const attachments = input.attachments?.map((a) => ({
+    filename: a.filename,
+    content: a.content.replace(/[\r\n]/g, ""),
+    contentType: a.contentType,
+    ...(a.contentId ? { contentId: a.contentId } : {}),
+    ...(a.disposition ? { disposition: a.disposition } : {}),
+  }));
   const events: RecordedEvent[] = [];
-  const result = await ctx.db.transaction().execute(async (trx) => {
-    const contentId = await insertContent(trx, now, {
-      projectId,
-      subject,
-      html,
-      fromEmail,
-      fromName,
-      replyTo,
-      type: "TRANSACTIONAL",
-      headers: v.headers,
-      attachments: input.attachments?.map((a) => ({
-        filename: a.filename,
-        content: a.content.replace(/[\r\n]/g, ""),
-        contentType: a.contentType,
-        ...(a.contentId ? { contentId: a.contentId } : {}),
-        ...(a.disposition ? { disposition: a.disposition } : {}),
-      })),
-    });
-    const rows: NewEmail[] = [];
-    const contacts: { id: string; email: string }[] = [];
-    for (const r of v.to) {
-      const up = await upsertContact(trx, ctx, {
-        projectId,
-        email: r.email,
-        subscribed: input.subscribed,
-        defaultSubscribed: false,
-        data: input.data ?? undefined,
-        source: "send",
+  // One transaction for the contact upserts, the content and every email row (raw statements:
+  // this is the hot path of campaigns-by-API, see scripts/bench/send.ts).
+  const result = await ctx.store.exclusive((sqlite) =>
+    sqlite.transaction(() => {
+      const contentId = insertContentRaw(sqlite, now, { projectId, subject, html, fromEmail, fromName, replyTo, type: "TRANSACTIONAL", headers: v.headers, attachments });
+      return v.to.map((r) => {
+        const up = upsertContactRaw(sqlite, now, {
+          projectId,
+          email: r.email,
+          subscribed: input.subscribed,
+          defaultSubscribed: false,
+          data: input.data ?? undefined,
+          source: "send",
+        });
+        events.push(...up.events);
+        const email = insertEmailRaw(sqlite, now, ctx.config.hostname, {
+          projectId,
+          contentId,
+          contactId: up.contact.id,
+          toEmail: up.contact.email,
+          toName: r.name,
+          vars: { ...up.vars, email: up.contact.email, id: up.contact.id },
+          sourceType: "TRANSACTIONAL",
+          templateId: tpl?.id ?? null,
+          status: isSuppressedRaw(sqlite, projectId, up.contact.email) ? "SUPPRESSED" : "PENDING",
+        });
+        return { contact: { id: up.contact.id, email: up.contact.email }, email };
       });
-      events.push(...up.events);
-      contacts.push({ id: up.contact.id, email: up.contact.email });
-      rows.push({
-        projectId,
-        contentId,
-        contactId: up.contact.id,
-        toEmail: up.contact.email,
-        toName: r.name,
-        vars: { ...up.vars, email: up.contact.email, id: up.contact.id },
-        sourceType: "TRANSACTIONAL",
-        templateId: tpl?.id ?? null,
-        status: suppressed.has(up.contact.email) ? "SUPPRESSED" : "PENDING",
-      });
-    }
-    const ids = await insertEmails(trx, now, ctx.config.hostname, rows);
-    return contacts.map((contact, i) => ({ contact, email: ids[i]! }));
-  });
+    })(),
+  );
   wakeOutbox(ctx);
   await notifyEvents(ctx, events);
   return { emails: result, timestamp: iso(now)! };
