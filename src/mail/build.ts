@@ -117,7 +117,9 @@ export async function buildMessage(ctx: AppContext, row: ClaimedEmail, content: 
   const envelopeFrom = envelopeFromFor(row.id, content.from_email);
   const key = await keys.get(row.project_id, domainOf(content.from_email));
   if (!key) return { raw: toWire(msg), envelopeFrom, signed: false };
+  const t0 = performance.now();
   const prepared = prepareDkim(msg, { domain: key.domain, selector: key.selector, timeMs: now });
   const signature = await signer.sign(key.privateKeyPem, prepared.data);
+  ctx.metrics.dkimSignSeconds.observe((performance.now() - t0) / 1000);
   return { raw: toWire(msg, dkimHeader(prepared, signature)), envelopeFrom, signed: true };
 }

@@ -313,7 +313,7 @@ export class Outbox {
       built = await buildMessage(this.ctx, row, content, this.keys, this.signer);
     } catch (e) {
       this.ctx.log.error("outbox: building the message failed", { email: row.id, error: String(e) });
-      return this.finish(row, { kind: "deferred", code: 0, reply: `local error: ${String((e as Error)?.message ?? e)}`.slice(0, 500), stage: "local" }, { host: null, secure: false });
+      return this.finish(row, { kind: "deferred", code: 0, reply: `local error: ${String((e as Error)?.message ?? e)}`.slice(0, 500), stage: "local" }, { host: null, secure: false, ms: 0 });
     }
     if (this.stopped) return;
     // Not awaited: the dispatcher calls done() when the message has an outcome.
@@ -337,7 +337,9 @@ export class Outbox {
     };
     if (row.attempts === 0) ev("email.sent", { emailId: row.id, to: row.to_email, sourceType: row.source_type, ...(row.campaign_id ? { campaignId: row.campaign_id } : {}), ...(row.template_id ? { templateId: row.template_id } : {}) });
     const reply = result.reply.slice(0, 1000);
-    this.ctx.log.json({ msg: "delivery", email: row.id, to: row.to_email, result: result.kind, code: result.code, stage: result.stage, host: info.host, tls: info.secure, reply });
+    const label = result.kind === "delivered" && this.relay ? "sent" : result.kind;
+    this.ctx.metrics.deliveryAttempts.inc({ result: label });
+    this.ctx.log.json({ msg: "delivery", email: row.id, to: row.to_email, destination: domainOf(row.to_email), result: label, code: result.code, stage: result.stage, host: info.host, tls: info.secure, ms: info.ms, attempt: row.attempts + 1, reply });
     let out: Omit<PendingOutcome, "resolve" | "reject">;
     if (result.kind === "delivered") {
       if (!this.relay) ev("email.delivery", { emailId: row.id, to: row.to_email, mxHost: info.host, reply });

@@ -12,6 +12,8 @@ export interface DeliveryInfo {
   /** The host that answered (MX host name or relay host), null when none was reached. */
   host: string | null;
   secure: boolean;
+  /** How long the SMTP transaction took (0 when no connection was made). */
+  ms: number;
 }
 
 export interface Delivery {
@@ -113,7 +115,7 @@ class Destination {
       // Nobody else is serving this destination: everything queued fails the same way now.
       if (this.connections === 0) {
         const failed = this.queue.splice(0);
-        await Promise.all(failed.map((del) => del.done(res.result, { host: res.host, secure: false }).catch(() => {})));
+        await Promise.all(failed.map((del) => del.done(res.result, { host: res.host, secure: false, ms: 0 }).catch(() => {})));
       }
       return;
     }
@@ -153,6 +155,7 @@ class Destination {
     while (this.queue.length && reusable()) {
       const del = this.queue.shift()!;
       const offered = client.transactions;
+      const t0 = performance.now();
       this.active++;
       let result: DeliveryResult;
       try {
@@ -166,7 +169,7 @@ class Destination {
         break;
       }
       try {
-        await del.done(result, { host, secure: client.secure });
+        await del.done(result, { host, secure: client.secure, ms: Math.round(performance.now() - t0) });
       } catch (e) {
         this.d.opts.log.error("recording a delivery outcome failed", { email: del.id, error: String(e) });
       }
@@ -220,7 +223,7 @@ export class Dispatcher {
     if (this.opts.relay) return this.destination("relay", null).add(del);
     const route = await this.opts.routes.route(del.domain);
     if (route.kind === "fail") {
-      await del.done(route.result, { host: null, secure: false });
+      await del.done(route.result, { host: null, secure: false, ms: 0 });
       return;
     }
     const key = "mx:" + route.hosts.map((h) => h.name).sort().join(",");
