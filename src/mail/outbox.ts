@@ -55,7 +55,7 @@ export const DEFAULT_OUTBOX_OPTIONS: OutboxOptions = {
   maxConnectionsPerDestination: 20,
   idleMs: 10_000,
   maxMessagesPerConnection: 1000,
-  groupCommitMs: 2,
+  groupCommitMs: 5,
 };
 
 /** Token bucket per project. */
