@@ -251,6 +251,13 @@ export class Dispatcher {
     if (this.destinations.get(dest.key) === dest) this.destinations.delete(dest.key);
   }
 
+  /** Messages on the wire right now (their outcome is still to come). */
+  get onWire(): number {
+    let n = 0;
+    for (const d of this.destinations.values()) n += d.active;
+    return n;
+  }
+
   /** Messages queued but not yet on the wire. */
   get queued(): number {
     let n = 0;
