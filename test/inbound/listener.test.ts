@@ -102,6 +102,22 @@ describe("inbound SMTP listener", () => {
     expect(evs.find((e) => e.name === "email.complaint")!.data).toMatchObject({ emailId: m.emailId, feedbackType: "abuse" });
   });
 
+  test("complaints above 0.5% of 100+ sends disable the project (EMAIL_REPUTATION)", async () => {
+    const other = await createAccount(srv.api, "Spammy");
+    let last = "";
+    for (let i = 0; i < 150; i++) {
+      last = await insertEmail(srv, { projectId: other.projectId, contactId: null, to: `r${i}@example.net`, from: "news@example.com" });
+    }
+    expect((await srv.api("/contacts", { key: other.secretKey })).status).toBe(200);
+    const r = await sendSmtp(port, { from: "fbl@isp.example", to: [`bounces+${last}@bounces.example.com`], raw: arfReport({ emailId: last, to: "r149@example.net" }) });
+    expect(r.ok).toBe(true);
+    const res = await srv.api("/contacts", { key: other.secretKey });
+    expect(res.status).toBe(403);
+    expect(res.body.error.code).toBe("PROJECT_DISABLED");
+    const sec = await srv.api(`/users/@me/projects/${other.projectId}/security`, { cookie: other.cookie });
+    expect(sec.body).toMatchObject({ disabled: true, disabledReason: "EMAIL_REPUTATION", complained: 1 });
+  });
+
   test("an ARF report to a fixed feedback-loop address on the bounce domain finds the email by its Return-Path", async () => {
     const m = await sent("fbl@aol.example");
     const r = await sendSmtp(port, {

@@ -5,6 +5,7 @@ import type { AppContext } from "../../context";
 import type { NotNull, Transaction } from "kysely";
 import type { DB } from "../../db";
 import { normalizeEmail } from "../../mail/address";
+import { enforceReputation } from "../../mail/reputation";
 import { ensureContact, notifyEvents, recordEvent, setSubscribed, type PendingEvent } from "./audience";
 
 interface EmailRef {
@@ -36,6 +37,28 @@ async function suppress(trx: Transaction<DB>, ctx: AppContext, e: EmailRef, reas
     .execute();
 }
 
+/**
+ * Sending reputation (decisions.md "/security"): complaints only ever arrive here, so every applied
+ * complaint re-checks the project; async bounces (which can come in bursts after a campaign) at
+ * most once per 10 s per project, like the engine's synchronous ones.
+ */
+const lastBounceCheck = new WeakMap<AppContext, Map<string, number>>();
+async function checkReputation(ctx: AppContext, projectId: string, kind: "bounce" | "complaint") {
+  if (kind === "bounce") {
+    let m = lastBounceCheck.get(ctx);
+    if (!m) lastBounceCheck.set(ctx, (m = new Map()));
+    const now = ctx.clock.now();
+    if ((m.get(projectId) ?? -Infinity) > now - 10_000) return;
+    m.set(projectId, now);
+    if (m.size > 10_000) m.clear();
+  }
+  try {
+    await enforceReputation(ctx, projectId);
+  } catch (err) {
+    ctx.log.error("reputation check failed", { projectId, error: String((err as Error)?.message ?? err) });
+  }
+}
+
 export interface BounceReport {
   emailId: string;
   /** Restrict to these projects (mail that named the email only by Message-ID). */
@@ -62,6 +85,7 @@ export async function applyBounce(ctx: AppContext, r: BounceReport): Promise<Fee
   const now = ctx.clock.now();
   const pending: PendingEvent[] = [];
   const reply = [r.status, r.diagnostic].filter(Boolean).join(" ").slice(0, 1000) || null;
+  let projectId: string | null = null;
   const outcome = await ctx.db.transaction().execute(async (trx): Promise<FeedbackOutcome> => {
     const e = await loadEmail(trx, r.emailId, r.projectIds);
     if (!e) return "unknown-email";
@@ -76,6 +100,7 @@ export async function applyBounce(ctx: AppContext, r: BounceReport): Promise<Fee
       .where("id", "=", e.id)
       .execute();
     await suppress(trx, ctx, e, "bounce", reply);
+    projectId = e.project_id;
     if (e.contact_id) {
       pending.push(
         await recordEvent(trx, ctx, {
@@ -86,8 +111,10 @@ export async function applyBounce(ctx: AppContext, r: BounceReport): Promise<Fee
           data: {
             emailId: e.id,
             ...(e.campaign_id ? { campaignId: e.campaign_id } : {}),
+            to: e.to_email,
             type: "hard",
             source: r.source ?? "dsn",
+            reply,
             status: r.status,
             diagnostic: r.diagnostic,
             ...(r.remoteMta ? { remoteMta: r.remoteMta } : {}),
@@ -99,6 +126,7 @@ export async function applyBounce(ctx: AppContext, r: BounceReport): Promise<Fee
     return "applied";
   });
   await notifyEvents(ctx, pending);
+  if (projectId) await checkReputation(ctx, projectId, "bounce");
   return outcome;
 }
 
@@ -126,10 +154,12 @@ export interface ComplaintReport {
 export async function applyComplaint(ctx: AppContext, r: ComplaintReport): Promise<FeedbackOutcome> {
   const now = ctx.clock.now();
   const pending: PendingEvent[] = [];
+  let projectId: string | null = null;
   const outcome = await ctx.db.transaction().execute(async (trx): Promise<FeedbackOutcome> => {
     const e = await loadEmail(trx, r.emailId, r.projectIds);
     if (!e) return "unknown-email";
     if (e.status === "COMPLAINED") return "ignored";
+    projectId = e.project_id;
     await trx
       .updateTable("emails")
       .set({ status: "COMPLAINED", complained_at: now, updated_at: now })
@@ -156,6 +186,7 @@ export async function applyComplaint(ctx: AppContext, r: ComplaintReport): Promi
     return "applied";
   });
   await notifyEvents(ctx, pending);
+  if (projectId) await checkReputation(ctx, projectId, "complaint");
   return outcome;
 }
 
