@@ -6,8 +6,8 @@ import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import type { AppContext } from "../context";
 
 const SETTING_KEY = "tracking_secret";
-/** 128-bit truncated HMAC: plenty against forgery, keeps links short. */
-const SIG_BYTES = 16;
+/** 96-bit truncated HMAC: plenty against forgery (no offline oracle), keeps links short. */
+const SIG_BYTES = 12;
 
 const secrets = new WeakMap<AppContext, Buffer>();
 
@@ -37,12 +37,55 @@ function mac(secret: Buffer, data: string, bytes = SIG_BYTES): Buffer {
   return createHmac("sha256", secret).update(data).digest().subarray(0, bytes);
 }
 
-export type TokenKind = "open" | "click" | "sub";
-const KIND_CODE: Record<TokenKind, string> = { open: "o", click: "c", sub: "s" };
+/** A keyed digest for other signed names (link keys): `bytes` of HMAC-SHA256, base64url. */
+export const keyedDigest = (ctx: AppContext, data: string, bytes: number) => mac(secretOf(ctx), data, bytes).toString("base64url");
 
-/** `base64url(JSON [kind, ...fields]) "." base64url(mac)`; the kind is inside the signed part. */
+export type TokenKind = "open" | "click" | "sub";
+const KIND_CODE: Record<TokenKind, number> = { open: 0x6f, click: 0x63, sub: 0x73 };
+
+// Compact binary payloads (links are repeated in every tracked message, so every byte counts):
+// kind byte, then fields; a UUID field is 0x01 + 16 bytes, any other string 0x02 + length + UTF-8.
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+function packFields(kind: TokenKind, fields: string[]): Buffer {
+  const parts: Buffer[] = [Buffer.from([KIND_CODE[kind]])];
+  for (const f of fields) {
+    if (UUID_RE.test(f)) parts.push(Buffer.from([0x01]), Buffer.from(f.replace(/-/g, ""), "hex"));
+    else {
+      const bytes = Buffer.from(f, "utf8");
+      if (bytes.length > 0xffff) throw new Error("token field too long");
+      parts.push(Buffer.from([0x02, bytes.length >> 8, bytes.length & 0xff]), bytes);
+    }
+  }
+  return Buffer.concat(parts);
+}
+
+function unpackFields(kind: TokenKind, buf: Buffer): string[] | null {
+  if (buf.length < 1 || buf[0] !== KIND_CODE[kind]) return null;
+  const out: string[] = [];
+  let i = 1;
+  while (i < buf.length) {
+    const tag = buf[i++];
+    if (tag === 0x01) {
+      if (i + 16 > buf.length) return null;
+      const h = buf.toString("hex", i, i + 16);
+      out.push(`${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`);
+      i += 16;
+    } else if (tag === 0x02) {
+      if (i + 2 > buf.length) return null;
+      const len = (buf[i]! << 8) | buf[i + 1]!;
+      i += 2;
+      if (i + len > buf.length) return null;
+      out.push(buf.toString("utf8", i, i + len));
+      i += len;
+    } else return null;
+  }
+  return out;
+}
+
+/** `base64url(kind + fields) "." base64url(mac)`; the kind is inside the signed part. */
 export function signToken(ctx: AppContext, kind: TokenKind, fields: string[]): string {
-  const body = Buffer.from(JSON.stringify([KIND_CODE[kind], ...fields])).toString("base64url");
+  const body = packFields(kind, fields).toString("base64url");
   return `${body}.${mac(secretOf(ctx), body).toString("base64url")}`;
 }
 
@@ -52,17 +95,11 @@ export function verifyToken(ctx: AppContext, kind: TokenKind, token: string): st
   const dot = token.lastIndexOf(".");
   if (dot <= 0) return null;
   const body = token.slice(0, dot);
-  const sig = Buffer.from(token.slice(dot + 1), "base64url");
-  const want = mac(secretOf(ctx), body);
+  // Compare the encoded text: base64 decoders ignore trailing junk, the signature must be exact.
+  const sig = Buffer.from(token.slice(dot + 1));
+  const want = Buffer.from(mac(secretOf(ctx), body).toString("base64url"));
   if (sig.length !== want.length || !timingSafeEqual(sig, want)) return null;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(body, "base64url").toString("utf8"));
-  } catch {
-    return null;
-  }
-  if (!Array.isArray(parsed) || parsed[0] !== KIND_CODE[kind] || !parsed.every((x) => typeof x === "string")) return null;
-  return parsed.slice(1) as string[];
+  return unpackFields(kind, Buffer.from(body, "base64url"));
 }
 
 // ---- the token kinds we hand out ---------------------------------------------------------------
@@ -73,10 +110,19 @@ export function readOpenToken(ctx: AppContext, token: string): { emailId: string
   return f && f.length === 1 ? { emailId: f[0]! } : null;
 }
 
-export const clickToken = (ctx: AppContext, emailId: string, url: string) => signToken(ctx, "click", [emailId, url]);
-export function readClickToken(ctx: AppContext, token: string): { emailId: string; url: string } | null {
-  const f = verifyToken(ctx, "click", token);
-  return f && f.length === 2 ? { emailId: f[0]!, url: f[1]! } : null;
+/**
+ * A click URL's token: `<signed email token>.<link key>`. The email part is signed once per message;
+ * the link key is the keyed digest that names the URL in tracked_links (see tracked-links.ts), so an
+ * altered key finds no link (404) and a foreign one names nothing in this project.
+ */
+export const clickEmailToken = (ctx: AppContext, emailId: string) => signToken(ctx, "click", [emailId]);
+export function readClickToken(ctx: AppContext, token: string): { emailId: string; linkKey: string } | null {
+  const dot = typeof token === "string" ? token.lastIndexOf(".") : -1;
+  if (dot <= 0) return null;
+  const linkKey = token.slice(dot + 1);
+  if (!/^[A-Za-z0-9_-]{11}$/.test(linkKey)) return null;
+  const f = verifyToken(ctx, "click", token.slice(0, dot));
+  return f && f.length === 1 ? { emailId: f[0]!, linkKey } : null;
 }
 
 /** Subscription pages: the contact when known, else the address (mail to someone who is not a contact). */

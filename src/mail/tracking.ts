@@ -5,7 +5,8 @@
 import type { AppContext } from "../context";
 import { bounceDomainFor } from "../modules/domains/records";
 import { domainOf } from "./address";
-import { clickToken, openToken, subscriptionToken, unsubscribeLocalPart } from "./tokens";
+import { clickEmailToken, openToken, subscriptionToken, unsubscribeLocalPart } from "./tokens";
+import { linkBatch } from "./tracked-links";
 
 export type MailType = "TRANSACTIONAL" | "MARKETING" | "HEADLESS";
 export type TrackingMode = "ENABLED" | "DISABLED" | "MARKETING_ONLY";
@@ -59,12 +60,16 @@ export async function decorateMessage(ctx: AppContext, input: DecorateInput): Pr
     if (input.type === "MARKETING" && !input.bodyUsesUnsubscribeUrl) footer = footerHtml(urls.unsubscribeUrl, urls.manageUrl);
   }
   const base = ctx.config.publicUrl;
+  const links = track ? linkBatch(ctx, input.projectId) : null;
+  const clickBase = track ? `${base}${PATHS.click}${clickEmailToken(ctx, input.emailId)}.` : "";
   const html = decorateHtml(input.html, {
     footer,
     pixelUrl: track ? base + PATHS.open + openToken(ctx, input.emailId) : undefined,
-    trackUrl: track ? (url) => base + PATHS.click + clickToken(ctx, input.emailId, url) : undefined,
+    trackUrl: links ? (url) => clickBase + links.key(url) : undefined,
     skipPrefixes: [PATHS.open, PATHS.click, PATHS.unsubscribe, PATHS.subscribe, PATHS.manage].map((p) => base + p),
   });
+  // The links must be stored before the message can leave (a click may come at once).
+  await links?.flush();
   return { html, headers };
 }
 
@@ -116,49 +121,55 @@ export interface HtmlDecoration {
   skipPrefixes?: string[];
 }
 
+// Links: an <a>/<area> start tag (attribute values may hold ">"), plus the regions to step over.
+const SCAN = /<(?:a|area)\b(?:[^>"']|"[^"]*"|'[^']*')*>|<!--|<(script|style)\b/gi;
+const HREF = /(\shref\s*=\s*)(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))/i;
+const NO_TRACK = /\sdata-no-track\b/i;
+const HTTP_URL = /^https?:\/\/[^\s]/i;
+const ATTR_UNSAFE = /[&"<>]/;
+
 /**
- * Rewrites links and appends footer and pixel with Bun's streaming HTML rewriter (lol-html): real
- * HTML parsing, so links inside comments, scripts or attribute values are left alone.
- * Not rewritten: anything but absolute http(s) URLs (mailto:, tel:, #anchors, relative links),
- * our own subscription/tracking links, and links marked `data-no-track`.
+ * Rewrites links and appends footer and pixel. A single regex pass over the markup (no DOM: this runs
+ * once per recipient of a campaign): comments and <script>/<style> contents are stepped over.
+ * Not rewritten: anything but absolute http(s) URLs (mailto:, tel:, #anchors, relative links), our
+ * own subscription/tracking links, and links marked `data-no-track`.
  */
 export function decorateHtml(html: string, d: HtmlDecoration): string {
   const tail = (d.footer ?? "") + (d.pixelUrl ? pixelHtml(d.pixelUrl) : "");
   if (!tail && !d.trackUrl) return html;
-  let rw = new HTMLRewriter();
+  let out = html;
   if (d.trackUrl) {
     const track = d.trackUrl;
     const skip = d.skipPrefixes ?? [];
-    const link = {
-      element(el: HTMLRewriterTypes.Element) {
-        if (el.hasAttribute("data-no-track")) return;
-        const raw = el.getAttribute("href");
-        if (!raw) return;
-        const url = decodeEntities(raw).trim();
-        if (!/^https?:\/\/[^\s]/i.test(url)) return;
-        if (skip.some((p) => url.startsWith(p))) return;
-        el.setAttribute("href", track(url));
-      },
-    };
-    rw = rw.on("a[href]", link).on("area[href]", link);
+    const parts: string[] = [];
+    let last = 0;
+    const re = new RegExp(SCAN);
+    let m: RegExpExecArray | null;
+    while ((m = re.exec(html))) {
+      const tag = m[0];
+      if (tag === "<!--") {
+        const end = html.indexOf("-->", m.index + 4);
+        re.lastIndex = end < 0 ? html.length : end + 3;
+        continue;
+      }
+      if (m[1]) {
+        const end = html.toLowerCase().indexOf(`</${m[1].toLowerCase()}`, re.lastIndex);
+        re.lastIndex = end < 0 ? html.length : end;
+        continue;
+      }
+      const h = HREF.exec(tag);
+      if (!h || NO_TRACK.test(tag)) continue;
+      const url = decodeEntities(h[2] ?? h[3] ?? h[4] ?? "").trim();
+      if (!HTTP_URL.test(url) || skip.some((p) => url.startsWith(p))) continue;
+      const tracked = track(url);
+      parts.push(html.slice(last, m.index), tag.slice(0, h.index), `${h[1]}"${ATTR_UNSAFE.test(tracked) ? escapeAttr(tracked) : tracked}"`, tag.slice(h.index + h[0].length));
+      last = m.index + tag.length;
+    }
+    if (parts.length) out = parts.join("") + html.slice(last);
   }
-  let placed = false;
-  if (tail) {
-    rw = rw
-      .on("body", {
-        element(el) {
-          if (placed) return;
-          placed = true;
-          el.append(tail, { html: true });
-        },
-      })
-      .onDocument({
-        end(end) {
-          if (!placed) end.append(tail, { html: true });
-        },
-      });
-  }
-  return rw.transform(html);
+  if (!tail) return out;
+  const close = out.toLowerCase().lastIndexOf("</body");
+  return close < 0 ? out + tail : out.slice(0, close) + tail + out.slice(close);
 }
 
 export function pixelHtml(url: string): string {
@@ -182,6 +193,8 @@ const NAMED: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: '"', a
 /** Attribute values come raw from the rewriter: decode the entities an href may carry (&amp; above all). */
 export function decodeEntities(s: string): string {
   if (!s.includes("&")) return s;
+  // &amp; alone (query strings) is by far the most common case: one cheap pass.
+  if (!/&(?!amp;)(#|[a-z]+;)/i.test(s)) return s.replaceAll("&amp;", "&");
   return s.replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (m, e: string) => {
     if (e[0] === "#") {
       const n = e[1] === "x" || e[1] === "X" ? parseInt(e.slice(2), 16) : parseInt(e.slice(1), 10);

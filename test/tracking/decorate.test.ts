@@ -53,6 +53,8 @@ describe("decorateHtml (pure)", () => {
 
   test("decodes the entities an href can carry", () => {
     expect(decodeEntities("a&amp;b&#38;c&#x26;d&quot;&bogus;")).toBe('a&b&c&d"&bogus;');
+    expect(decodeEntities("?q=1&amp;r=2&amp;s")).toBe("?q=1&r=2&s");
+    expect(decodeEntities("&amp;lt;")).toBe("&lt;"); // decoded once, not twice
   });
 });
 

@@ -87,24 +87,44 @@ describe("opens and clicks over HTTP", () => {
     const m = await deliveredMarketing("tamper@example.org");
     const p = path(m.tracked[0]!);
     const token = p.slice("/t/c/".length);
-    const [body, sig] = token.split(".");
-    // Payload pointing elsewhere, old signature.
-    const evil = Buffer.from(JSON.stringify(["c", m.emailId, "https://evil.example.com/"])).toString("base64url");
-    for (const bad of [`${evil}.${sig}`, `${body}.${sig!.slice(0, -2)}AA`, `${body}`, "garbage", `${body}.${sig}x`]) {
+    // <signed email part: body.sig>.<link key>
+    const [body, sig, key] = token.split(".");
+    const flip = (b64: string) => {
+      const bytes = Buffer.from(b64, "base64url");
+      bytes[bytes.length - 1] ^= 1;
+      return bytes.toString("base64url");
+    };
+    // The same link key under the email of another project (that project never stored this link).
+    const other = await createAccount(srv.api, "Other");
+    const otherContact = await insertContact(srv, other.projectId, "o@example.org");
+    const otherEmail = await insertEmail(srv, { projectId: other.projectId, contactId: otherContact, to: "o@example.org" });
+    const od = await decorateMessage(srv.ctx, { projectId: other.projectId, emailId: otherEmail, contactId: otherContact, toEmail: "o@example.org", type: "MARKETING", html: `<a href="https://elsewhere.example/">x</a>`, bodyUsesUnsubscribeUrl: false });
+    const [oBody, oSig] = path(hrefs(od.html)[0]!).slice("/t/c/".length).split(".");
+    // Signed by another installation (same format, its own secret).
+    const foreignSig = createHmac("sha256", randomBytes(32)).update(body!).digest().subarray(0, 12).toString("base64url");
+    for (const bad of [
+      `${body}.${sig}.${flip(key!)}`, // altered link key
+      `${body}.${sig}.AAAAAAAAAAA`, // unknown link key
+      `${flip(body!)}.${sig}.${key}`, // altered email part
+      `${body}.${sig!.slice(0, -2)}AA.${key}`, // altered signature
+      `${body}.${foreignSig}.${key}`,
+      `${oBody}.${oSig}.${key}`, // foreign link key for that email
+      `${body}.${sig}`,
+      `${body}.${sig}.${key}x`,
+      "garbage",
+    ]) {
       const r = await srv.api(`/t/c/${bad}`);
       expect(r.status).toBe(404);
       expect(r.headers.get("location")).toBeNull();
       expect(r.body.error.code).toBe("NOT_FOUND");
     }
-    expect((await srv.api(`/t/o/${evil}.${sig}`)).status).toBe(404);
-    // A valid open token is not a click token.
-    expect((await srv.api(`/t/c/${path(m.pixel).slice("/t/o/".length)}`)).status).toBe(404);
-
-    // Signed by another installation (same format, its own secret): 404 here.
-    const foreignSig = createHmac("sha256", randomBytes(32)).update(body!).digest().subarray(0, 16).toString("base64url");
-    expect((await srv.api(`/t/c/${body}.${foreignSig}`)).status).toBe(404);
+    const [pxBody, pxSig] = path(m.pixel).slice("/t/o/".length).split(".");
+    expect((await srv.api(`/t/o/${flip(pxBody!)}.${pxSig}`)).status).toBe(404);
+    // A valid open token is not a click token (and the reverse).
+    expect((await srv.api(`/t/c/${pxBody}.${pxSig}.${key}`)).status).toBe(404);
+    expect((await srv.api(`/t/o/${body}.${sig}`)).status).toBe(404);
     expect((await emailRow(srv, m.emailId)).clicked_at).toBeNull(); // nothing recorded by bad tokens
-    expect((await srv.api(`/t/c/${body}.${sig}`)).status).toBe(302); // the genuine one still works
+    expect((await srv.api(`/t/c/${token}`)).status).toBe(302); // the genuine one still works
   });
 
   test("campaign engagement counts come from the email rows", async () => {
@@ -116,5 +136,32 @@ describe("opens and clicks over HTTP", () => {
     await srv.api(path(b.tracked[1]!));
     const c = await campaignEngagement(srv.ctx, acct.projectId, campaignId);
     expect(c).toMatchObject({ total: 3, opened: 2, clicked: 1, bounced: 1 });
+  });
+});
+
+describe("tracked links survive a restart", () => {
+  test("a link decorated before the restart redirects after it (links and the token secret are in the database)", async () => {
+    const { mkdtempSync, rmSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const dir = mkdtempSync(join(tmpdir(), "mailsvc-restart-"));
+    const dbPath = join(dir, "t.db");
+    let srv = await startServer({ dbPath });
+    const acct = await createAccount(srv.api);
+    const contactId = await insertContact(srv, acct.projectId, "later@example.org");
+    const emailId = await insertEmail(srv, { projectId: acct.projectId, contactId, to: "later@example.org" });
+    const d = await decorateMessage(srv.ctx, { projectId: acct.projectId, emailId, contactId, toEmail: "later@example.org", type: "MARKETING", html: `<a href="https://docs.example.com/start">Start</a>`, bodyUsesUnsubscribeUrl: false });
+    const link = hrefs(d.html)[0]!.slice(srv.ctx.config.publicUrl.length);
+    await srv.close();
+    srv = await startServer({ dbPath });
+    try {
+      const r = await srv.api(link);
+      expect(r.status).toBe(302);
+      expect(r.headers.get("location")).toBe("https://docs.example.com/start");
+      expect((await emailRow(srv, emailId)).status).toBe("CLICKED");
+    } finally {
+      await srv.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

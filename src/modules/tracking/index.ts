@@ -1,6 +1,7 @@
 import type { AppContext } from "../../context";
 import { startInboundServer, type InboundServer } from "../../mail/inbound/server";
 import { loadTokenSecret } from "../../mail/tokens";
+import { deleteProjectLinks } from "../../mail/tracked-links";
 import type { ModuleDef } from "../module";
 import { handleInbound, routeRecipient, type Route } from "./inbound";
 import { trackingRoutes } from "./routes";
@@ -15,6 +16,7 @@ export const trackingModule: ModuleDef = {
   routes: trackingRoutes,
   async install(ctx) {
     await loadTokenSecret(ctx);
+    ctx.hooks.resetProject.push((c, projectId) => deleteProjectLinks(c, projectId));
   },
   async start(ctx) {
     const c = ctx.config;

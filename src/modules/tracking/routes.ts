@@ -10,6 +10,7 @@ import { Elysia, t } from "elysia";
 import type { AppContext } from "../../context";
 import { badRequest, forbidden, notFound } from "../../http/errors";
 import { readClickToken, readOpenToken } from "../../mail/tokens";
+import { resolveClick } from "../../mail/tracked-links";
 import { PATHS } from "../../mail/tracking";
 import { recordClick, recordOpen } from "./engagement";
 import * as pages from "./pages";
@@ -88,9 +89,10 @@ export function trackingRoutes(ctx: AppContext) {
       `${PATHS.click}:token`,
       async ({ params }) => {
         const tok = readClickToken(ctx, params.token);
-        if (!tok || !/^https?:\/\//i.test(tok.url)) throw notFound("Tracking link");
-        await safely("click", () => recordClick(ctx, tok.emailId, tok.url));
-        return new Response(null, { status: 302, headers: { location: tok.url, "cache-control": NO_STORE, "referrer-policy": "no-referrer" } });
+        const link = tok ? await resolveClick(ctx, tok.emailId, tok.linkKey) : null;
+        if (!tok || !link || !/^https?:\/\//i.test(link.url)) throw notFound("Tracking link");
+        await safely("click", () => recordClick(ctx, tok.emailId, link.url));
+        return new Response(null, { status: 302, headers: { location: link.url, "cache-control": NO_STORE, "referrer-policy": "no-referrer" } });
       },
       { params: TokenParams },
     )
