@@ -5,7 +5,7 @@ import type { AppContext } from "../../context";
 import type { NotNull, Transaction } from "kysely";
 import type { DB } from "../../db";
 import { normalizeEmail } from "../../mail/address";
-import { enforceReputation } from "../../mail/reputation";
+import { checkReputationSoon } from "../../mail/reputation";
 import { ensureContact, notifyEvents, recordEvent, setSubscribed, type PendingEvent } from "./audience";
 
 interface EmailRef {
@@ -38,22 +38,13 @@ async function suppress(trx: Transaction<DB>, ctx: AppContext, e: EmailRef, reas
 }
 
 /**
- * Sending reputation (decisions.md "/security"): complaints only ever arrive here, so every applied
- * complaint re-checks the project; async bounces (which can come in bursts after a campaign) at
- * most once per 10 s per project, like the engine's synchronous ones.
+ * Sending reputation (decisions.md "/security"): complaints only ever arrive here, async bounces
+ * too; both re-check the project through the engine's throttled check (now, or as one queued job
+ * when it was checked in the last 10 s).
  */
-const lastBounceCheck = new WeakMap<AppContext, Map<string, number>>();
-async function checkReputation(ctx: AppContext, projectId: string, kind: "bounce" | "complaint") {
-  if (kind === "bounce") {
-    let m = lastBounceCheck.get(ctx);
-    if (!m) lastBounceCheck.set(ctx, (m = new Map()));
-    const now = ctx.clock.now();
-    if ((m.get(projectId) ?? -Infinity) > now - 10_000) return;
-    m.set(projectId, now);
-    if (m.size > 10_000) m.clear();
-  }
+async function checkReputation(ctx: AppContext, projectId: string) {
   try {
-    await enforceReputation(ctx, projectId);
+    await checkReputationSoon(ctx, projectId);
   } catch (err) {
     ctx.log.error("reputation check failed", { projectId, error: String((err as Error)?.message ?? err) });
   }
@@ -126,7 +117,7 @@ export async function applyBounce(ctx: AppContext, r: BounceReport): Promise<Fee
     return "applied";
   });
   await notifyEvents(ctx, pending);
-  if (projectId) await checkReputation(ctx, projectId, "bounce");
+  if (projectId) await checkReputation(ctx, projectId);
   return outcome;
 }
 
@@ -186,7 +177,7 @@ export async function applyComplaint(ctx: AppContext, r: ComplaintReport): Promi
     return "applied";
   });
   await notifyEvents(ctx, pending);
-  if (projectId) await checkReputation(ctx, projectId, "complaint");
+  if (projectId) await checkReputation(ctx, projectId);
   return outcome;
 }
 
