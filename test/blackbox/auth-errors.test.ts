@@ -228,3 +228,59 @@ describe("tenants never see each other", () => {
     expect((await srv.api(`/templates/${templateId}`, { key: acc.secretKey })).body.name).toBe("T");
   });
 });
+
+describe("keys and sessions do not mix", () => {
+  test("an X-Project-Id header next to a secret key is ignored: the key's project is used", async () => {
+    const other = await createAccount(srv.api, "Header trick");
+    const res = await srv.api("/templates", { key: other.secretKey, headers: { "x-project-id": acc.projectId } });
+    expect(res.status).toBe(200);
+    expect(res.body.total).toBe(0);
+    expectEnvelope(await srv.api(`/templates/${templateId}`, { key: other.secretKey, headers: { "x-project-id": acc.projectId } }), 404);
+  });
+
+  test("dashboard session endpoints refuse API keys with 401", async () => {
+    for (const key of [acc.secretKey, acc.publicKey]) {
+      expectEnvelope(await srv.api("/users/@me", { key }), 401);
+      expectEnvelope(await srv.api("/users/@me/projects", { key }), 401);
+      expectEnvelope(await srv.api(`/users/@me/projects/${acc.projectId}/regenerate-keys`, { method: "POST", key }), 401);
+    }
+  });
+
+  // DEVIATION (minor): "Every other API endpoint requires the secret key and rejects a public key with 401 and code
+  // INVALID_API_KEY". On the session-only endpoints (/users/@me, /users/@me/projects…) a pk_ gets 401 UNAUTHORIZED.
+  // src/http/auth.ts authenticate(): `if (mode === "session") throw unauthorized(...)` -> throw invalidApiKey(...)
+  // when a Bearer key is sent (the key type does not match the endpoint).
+  test.skip("a public key on a session endpoint is 401 INVALID_API_KEY", async () => {
+    expectEnvelope(await srv.api("/users/@me", { key: acc.publicKey }), 401, "INVALID_API_KEY");
+    expectEnvelope(await srv.api("/users/@me/projects", { key: acc.publicKey }), 401, "INVALID_API_KEY");
+  });
+
+  // DEVIATION (minor, contradicts our README "Authentication runs before body validation: a request without a valid key
+  // is 401 whatever its body"): malformed JSON is answered 400 before the key is looked at, because Elysia parses
+  // the body before the auth macro's transform runs (src/http/auth.ts macro `transform`; src/server.ts onParse).
+  // Fix: let the JSON parser mark a malformed body instead of throwing, and throw the 400 after authentication.
+  test.skip("malformed JSON without a valid key is 401, not 400", async () => {
+    const raw = '{"name":';
+    const headers = { "content-type": "application/json" };
+    expectEnvelope(await srv.api("/templates", { method: "POST", raw, headers }), 401);
+    expectEnvelope(await srv.api("/templates", { method: "POST", key: acc.publicKey, raw, headers }), 401, "INVALID_API_KEY");
+  });
+});
+
+describe("account e-mail endpoints without MAILSVC_SYSTEM_FROM", () => {
+  test("request-password-reset and request-verification say clearly that account email is off (4xx envelope)", async () => {
+    const r1 = await srv.api("/auth/request-password-reset", { body: { email: acc.email } });
+    expect(r1.status).toBeGreaterThanOrEqual(400);
+    expect(r1.status).toBeLessThan(500);
+    expectEnvelope(r1, r1.status);
+    const r2 = await srv.api("/auth/request-verification", { method: "POST", cookie: acc.cookie });
+    expect(r2.status).toBeGreaterThanOrEqual(400);
+    expect(r2.status).toBeLessThan(500);
+    expectEnvelope(r2, r2.status);
+  });
+
+  test("verify-email and reset-password with an unknown token are 400", async () => {
+    expectEnvelope(await srv.api("/auth/verify-email", { body: { token: "nope" } }), 400);
+    expectEnvelope(await srv.api("/auth/reset-password", { body: { token: "nope", password: "a new password" } }), 400);
+  });
+});

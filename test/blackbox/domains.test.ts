@@ -308,3 +308,23 @@ describe("domains with a member's dashboard session", () => {
     expectOk(await srv.api(`/domains/${created.body.id}`, { method: "DELETE", cookie: p.cookie }));
   });
 });
+
+describe("MAILSVC_DOMAIN_CHECK_INTERVAL", () => {
+  test("a 1-minute interval re-checks after a minute, not before", async () => {
+    const fast = await startServer({ config: { dnsServers: [dns.server], domainCheckIntervalMs: 60_000 } });
+    try {
+      const p = await createAccount(fast.api, "Fast checks");
+      const d = (await fast.api<DomainView>("/domains", { key: p.secretKey, body: { projectId: p.projectId, domain: "fast.bb.example" } })).body;
+      publishRecords(dns, d);
+      const status = async () => (await fast.api<DomainView[]>(`/domains/project/${p.projectId}`, { key: p.secretKey })).body[0]!.status;
+      fast.clock.advance(30_000);
+      await fast.drainJobs();
+      expect(await status()).toBe("PENDING");
+      fast.clock.advance(31_000);
+      await fast.drainJobs();
+      expect(await status()).toBe("VERIFIED");
+    } finally {
+      await fast.close();
+    }
+  });
+});
