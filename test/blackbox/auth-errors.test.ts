@@ -8,6 +8,8 @@ import { expectEnvelope, expectOk, expectValidation, NO_SUCH_ID, UUID } from "./
 let srv: TestServer;
 let dns: TestDns;
 let acc: Account;
+/** Another user with their own project. */
+let other: Account;
 let templateId: string;
 let domainId: string;
 
@@ -15,6 +17,7 @@ beforeAll(async () => {
   dns = await startDns();
   srv = await startServer({ config: { dnsServers: [dns.server] } });
   acc = await createAccount(srv.api, "BB auth");
+  other = await createAccount(srv.api, "BB auth, other user");
   const d = await addVerifiedDomain(srv.api, dns, acc, "bb-auth.example");
   domainId = d.id;
   const t = await srv.api("/templates", {
@@ -195,7 +198,6 @@ describe("dashboard session on project resource endpoints", () => {
   });
 
   test("cookie + X-Project-Id of someone else's project is refused (403)", async () => {
-    const other = await createAccount(srv.api, "Other");
     const res = await srv.api("/templates", { cookie: other.cookie, headers: { "x-project-id": acc.projectId } });
     expectEnvelope(res, 403);
   });
@@ -213,7 +215,6 @@ describe("dashboard session on project resource endpoints", () => {
 
 describe("tenants never see each other", () => {
   test("another project's secret key gets 404 for this project's template and domain", async () => {
-    const other = await createAccount(srv.api, "Intruder");
     expectEnvelope(await srv.api(`/templates/${templateId}`, { key: other.secretKey }), 404);
     expectEnvelope(await srv.api(`/templates/${templateId}`, { method: "PATCH", key: other.secretKey, body: { name: "pwned" } }), 404);
     expectEnvelope(await srv.api(`/templates/${templateId}`, { method: "DELETE", key: other.secretKey }), 404);
@@ -231,7 +232,6 @@ describe("tenants never see each other", () => {
 
 describe("keys and sessions do not mix", () => {
   test("an X-Project-Id header next to a secret key is ignored: the key's project is used", async () => {
-    const other = await createAccount(srv.api, "Header trick");
     const res = await srv.api("/templates", { key: other.secretKey, headers: { "x-project-id": acc.projectId } });
     expect(res.status).toBe(200);
     expect(res.body.total).toBe(0);

@@ -1,6 +1,6 @@
 // Shared assertions of the black-box conformance suite (written from api-spec.md and decisions.md only).
 import { expect } from "bun:test";
-import type { ApiResponse } from "../support/server";
+import type { Account, Api, ApiResponse } from "../support/server";
 
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
@@ -103,4 +103,11 @@ export function cookieOf(res: ApiResponse, name: string): { pair: string; value:
     if (pair!.slice(0, eq).trim() === name) return { pair: pair!.trim(), value: pair!.slice(eq + 1), attrs: rest.join(";").toLowerCase() };
   }
   return null;
+}
+
+/** Another project of an existing user (cheaper than a new signup): same user and cookie, new project and keys. */
+export async function newProject(api: Api, owner: Account, name = "Extra project"): Promise<Account> {
+  const res = await api("/users/@me/projects", { cookie: owner.cookie, body: { name } });
+  if (res.status < 200 || res.status > 299) throw new Error(`project create failed: ${res.status} ${res.text}`);
+  return { ...owner, projectId: res.body.id, publicKey: res.body.public, secretKey: res.body.secret };
 }

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { addVerifiedDomain } from "../domains/support";
 import { startDns, type TestDns } from "../support/dns";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
-import { expectBare400, expectEnvelope, expectOffsetPage, expectOk, expectValidation, isIsoDate, NO_SUCH_ID } from "./support";
+import { expectBare400, expectEnvelope, expectOffsetPage, expectOk, expectValidation, isIsoDate, newProject, NO_SUCH_ID } from "./support";
 
 let srv: TestServer;
 let dns: TestDns;
@@ -177,7 +177,7 @@ describe("GET /templates (offset list)", () => {
   let p: Account;
   const names = ["Alpha welcome", "beta receipt", "Gamma digest", "delta reset", "Epsilon promo"];
   beforeAll(async () => {
-    p = await createAccount(srv.api, "BB list");
+    p = await newProject(srv.api, acc, "BB list");
     await addVerifiedDomain(srv.api, dns, p, "list.bb.example");
     const types = ["MARKETING", "TRANSACTIONAL", "MARKETING", "TRANSACTIONAL", "HEADLESS"];
     for (let i = 0; i < names.length; i++) {
@@ -280,14 +280,14 @@ describe("GET /templates (offset list)", () => {
   });
 
   test("only this project's templates are listed", async () => {
-    const other = await createAccount(srv.api, "Other list");
+    const other = await newProject(srv.api, acc, "Other list");
     expectOffsetPage(await srv.api("/templates", { key: other.secretKey }), 1, 20, 0);
   });
 });
 
 describe("project reset", () => {
   test("POST /users/@me/projects/:id/reset wipes templates; the keys keep working", async () => {
-    const p = await createAccount(srv.api, "Reset me");
+    const p = await newProject(srv.api, acc, "Reset me");
     await addVerifiedDomain(srv.api, dns, p, "reset.bb.example");
     expectOk(await create({ ...base, from: "a@reset.bb.example" }, p));
     expectOk(await srv.api(`/users/@me/projects/${p.projectId}/reset`, { method: "POST", cookie: p.cookie }));

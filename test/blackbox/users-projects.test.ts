@@ -1,15 +1,22 @@
 // Black-box: signup/login/logout, the session cookie, projects, key rotation, members.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
-import { cookieOf, expectEnvelope, expectOk, expectValidation, isIsoDate, NO_SUCH_ID } from "./support";
+import { cookieOf, expectEnvelope, expectOk, expectValidation, isIsoDate, newProject, NO_SUCH_ID } from "./support";
 
 let srv: TestServer;
+/** A signed-up user with a project, and a second user who is a stranger to it. */
+let main: Account;
+let stranger: Account;
 let seq = 0;
 const freshEmail = () => `bb-user-${Date.now()}-${++seq}@example.com`;
 const PASSWORD = "a long enough password";
+/** The password test/support/server.ts createAccount signs up with. */
+const MAIN_PASSWORD = "correct horse battery";
 
 beforeAll(async () => {
   srv = await startServer();
+  main = await createAccount(srv.api, "Main");
+  stranger = await createAccount(srv.api, "Stranger");
 });
 afterAll(() => srv.close());
 
@@ -38,9 +45,8 @@ describe("POST /auth/signup", () => {
   });
 
   test("an email already taken is 409 in the envelope (also with other letter case)", async () => {
-    const { email } = await signup();
-    expectEnvelope((await signup(email)).res, 409);
-    expectEnvelope((await signup(email.toUpperCase())).res, 409);
+    expectEnvelope((await signup(main.email)).res, 409);
+    expectEnvelope((await signup(main.email.toUpperCase())).res, 409);
   });
 
   test("a password shorter than 8 characters is 422 naming password; exactly 8 is fine", async () => {
@@ -57,22 +63,21 @@ describe("POST /auth/signup", () => {
 
 describe("POST /auth/login, GET /auth/logout, GET /users/@me", () => {
   test("login: same shape as signup and a new session cookie that opens /users/@me", async () => {
-    const { email, res: s } = await signup();
-    const res = await srv.api("/auth/login", { body: { email, password: PASSWORD } });
+    const email = main.email;
+    const res = await srv.api("/auth/login", { body: { email, password: MAIN_PASSWORD } });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ success: true, data: { id: s.body.data.id, email } });
+    expect(res.body).toEqual({ success: true, data: { id: main.userId, email } });
     const c = cookieOf(res, "token");
     expect(c).not.toBeNull();
     expect(c!.attrs).toContain("httponly");
     const me = await srv.api("/users/@me", { cookie: c!.pair });
     expect(me.status).toBe(200);
-    expect(me.body.id).toBe(s.body.data.id);
+    expect(me.body.id).toBe(main.userId);
     expect(me.body.email).toBe(email);
   });
 
   test("wrong password and unknown email are both 401 in the envelope", async () => {
-    const { email } = await signup();
-    expectEnvelope(await srv.api("/auth/login", { body: { email, password: "wrong password!" } }), 401);
+    expectEnvelope(await srv.api("/auth/login", { body: { email: main.email, password: "wrong password!" } }), 401);
     expectEnvelope(await srv.api("/auth/login", { body: { email: freshEmail(), password: PASSWORD } }), 401);
   });
 
@@ -82,13 +87,12 @@ describe("POST /auth/login, GET /auth/logout, GET /users/@me", () => {
   });
 
   test("/users/@me with an API key instead of the session is 401", async () => {
-    const acc = await createAccount(srv.api);
+    const acc = main;
     expectEnvelope(await srv.api("/users/@me", { key: acc.secretKey }), 401);
   });
 
   test("logout clears the cookie", async () => {
-    const { cookie } = await signup();
-    const res = await srv.api("/auth/logout", { cookie });
+    const res = await srv.api("/auth/logout", { cookie: main.cookie });
     expectOk(res);
     const c = cookieOf(res, "token");
     expect(c).not.toBeNull();
@@ -119,7 +123,7 @@ const PROJECT_KEYS = ["createdAt", "disabled", "disabledReason", "id", "name", "
 
 describe("projects", () => {
   test("create: the project object with both keys; the creator is OWNER in the list", async () => {
-    const { cookie } = await signup();
+    const cookie = main.cookie;
     const res = await srv.api("/users/@me/projects", { cookie, body: { name: "Shop" } });
     expectOk(res);
     for (const k of PROJECT_KEYS) expect(res.body).toHaveProperty(k);
@@ -147,19 +151,18 @@ describe("projects", () => {
   });
 
   test("project endpoints need a session (401 without, 401 with an API key)", async () => {
-    const acc = await createAccount(srv.api);
+    const acc = main;
     expectEnvelope(await srv.api("/users/@me/projects"), 401);
     expectEnvelope(await srv.api("/users/@me/projects", { body: { name: "x" } }), 401);
     expectEnvelope(await srv.api("/users/@me/projects", { key: acc.secretKey }), 401);
   });
 
   test("create without a name is 422", async () => {
-    const { cookie } = await signup();
-    expectValidation(await srv.api("/users/@me/projects", { cookie, body: {} }), "name");
+    expectValidation(await srv.api("/users/@me/projects", { cookie: main.cookie, body: {} }), "name");
   });
 
   test("PATCH updates the name and the tracking mode (ENABLED, DISABLED, MARKETING_ONLY); others are 422", async () => {
-    const acc = await createAccount(srv.api);
+    const acc = await newProject(srv.api, main);
     for (const tracking of ["DISABLED", "MARKETING_ONLY", "ENABLED"]) {
       const res = await srv.api(`/users/@me/projects/${acc.projectId}`, { method: "PATCH", cookie: acc.cookie, body: { tracking } });
       expect(res.status).toBe(200);
@@ -174,7 +177,7 @@ describe("projects", () => {
   });
 
   test("regenerate-keys rotates both keys; the old ones stop working at once", async () => {
-    const acc = await createAccount(srv.api);
+    const acc = await newProject(srv.api, main);
     const res = await srv.api(`/users/@me/projects/${acc.projectId}/regenerate-keys`, { method: "POST", cookie: acc.cookie });
     expectOk(res);
     expect(res.body.public).toMatch(/^pk_/);
@@ -193,8 +196,7 @@ describe("projects", () => {
   });
 
   test("another user's project: PATCH, rotate, delete and reset are refused (403/404) and change nothing", async () => {
-    const owner = await createAccount(srv.api);
-    const stranger = await createAccount(srv.api);
+    const owner = await newProject(srv.api, main);
     const tries = [
       srv.api(`/users/@me/projects/${owner.projectId}`, { method: "PATCH", cookie: stranger.cookie, body: { name: "pwned" } }),
       srv.api(`/users/@me/projects/${owner.projectId}/regenerate-keys`, { method: "POST", cookie: stranger.cookie }),
@@ -210,7 +212,7 @@ describe("projects", () => {
   });
 
   test("DELETE removes the project: its keys stop working and it leaves the list", async () => {
-    const acc = await createAccount(srv.api);
+    const acc = await newProject(srv.api, main);
     expectOk(await srv.api(`/users/@me/projects/${acc.projectId}`, { method: "DELETE", cookie: acc.cookie }));
     expectEnvelope(await srv.api("/templates", { key: acc.secretKey }), 401);
     const list = await srv.api("/users/@me/projects", { cookie: acc.cookie });
@@ -218,12 +220,12 @@ describe("projects", () => {
   });
 
   test("unknown project id: 404", async () => {
-    const acc = await createAccount(srv.api);
+    const acc = main;
     expectEnvelope(await srv.api(`/users/@me/projects/${NO_SUCH_ID}`, { method: "PATCH", cookie: acc.cookie, body: { name: "x" } }), 404);
   });
 
   test("security: bounce and complaint rates of the project", async () => {
-    const acc = await createAccount(srv.api);
+    const acc = main;
     for (const res of [
       await srv.api(`/users/@me/projects/${acc.projectId}/security`, { cookie: acc.cookie }),
       await srv.api(`/projects/${acc.projectId}/security`, { key: acc.secretKey }),
@@ -237,11 +239,10 @@ describe("projects", () => {
   });
 
   test("setup-state answers for the secret key and a member's session", async () => {
-    const acc = await createAccount(srv.api);
+    const acc = main;
     expect((await srv.api(`/projects/${acc.projectId}/setup-state`, { key: acc.secretKey })).status).toBe(200);
     expect((await srv.api(`/projects/${acc.projectId}/setup-state`, { cookie: acc.cookie })).status).toBe(200);
-    const other = await createAccount(srv.api);
-    const res = await srv.api(`/projects/${acc.projectId}/setup-state`, { key: other.secretKey });
+    const res = await srv.api(`/projects/${acc.projectId}/setup-state`, { key: stranger.secretKey });
     expect([403, 404]).toContain(res.status);
   });
 });
