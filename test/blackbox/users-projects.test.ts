@@ -81,6 +81,16 @@ describe("POST /auth/login, GET /auth/logout, GET /users/@me", () => {
     expectEnvelope(await srv.api("/auth/login", { body: { email: freshEmail(), password: PASSWORD } }), 401);
   });
 
+  // DEVIATION: decisions.md "Failures use the error envelope (401 bad credentials …)". A wrong password shorter than
+  // 8 characters is answered 422 VALIDATION_ERROR (the 8+ rule of signup is applied to login too), and the 422 echoes
+  // the password back in errors[].received. src/modules/users/routes.ts uses schemas.Credentials (password minLength 8)
+  // for /auth/login; give login its own schema with password t.String({ minLength: 1 }) (and never echo `received`
+  // for password fields in src/http/errors.ts fieldErrorsFromTypeBox).
+  test.skip("a wrong password of any length is 401 bad credentials, not 422", async () => {
+    expectEnvelope(await srv.api("/auth/login", { body: { email: main.email, password: "wrong" } }), 401);
+    expectEnvelope(await srv.api("/auth/login", { body: { email: main.email, password: "x" } }), 401);
+  });
+
   test("/users/@me without a session is 401; with a bad cookie 401", async () => {
     expectEnvelope(await srv.api("/users/@me"), 401);
     expectEnvelope(await srv.api("/users/@me", { cookie: "token=abc.def.ghi" }), 401);
