@@ -1,12 +1,12 @@
 // Black-box, as an operator runs it: `mailsvc user create`, then `mailsvc serve` configured only through
 // MAILSVC_* environment variables (DNS servers, hostname, rate limit, disabled signups), driven over HTTP.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { publishRecords, type DomainView } from "../domains/support";
 import { startDns, type TestDns } from "../support/dns";
-import { makeApi, spawnServer, type SpawnedServer } from "../support/server";
+import { makeApi, spawnServer, startServer, type SpawnedServer } from "../support/server";
 import { cookieOf, expectEnvelope, expectOk } from "./support";
 
 const MAIN = join(import.meta.dir, "../../src/main.ts");
@@ -41,7 +41,7 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => {
-  await live?.kill("SIGTERM");
+  if (live && live.proc.exitCode === null) await live.kill("SIGTERM");
   await dns.close();
   rmSync(dir, { recursive: true, force: true });
 });
@@ -126,5 +126,44 @@ describe("mailsvc serve configured by environment", () => {
     // Earlier tests in this file used some of the minute's budget; the cap is hit within RATE requests.
     expect(first429).toBeGreaterThanOrEqual(0);
     expect(first429).toBeLessThanOrEqual(RATE);
+  });
+});
+
+describe("backup (decisions.md: everything lives in one file)", () => {
+  test("`mailsvc backup <file>` while serving: a server on the copy has the project, its keys and the DKIM key", async () => {
+    const out = join(dir, "backup", "copy.db");
+    const r = cli(["backup", out], { MAILSVC_DB: db });
+    expect(r.code).toBe(0);
+    expect(existsSync(out)).toBe(true);
+    const copy = await startServer({ dbPath: out, config: { dnsServers: [dns.server], hostname: HOSTNAME } });
+    try {
+      const key = created.project.secret;
+      const domains = await copy.api<DomainView[]>(`/domains/project/${created.project.id}`, { key });
+      expect(domains.status).toBe(200);
+      const d = domains.body.find((x) => x.domain === "send.operator-bb.example")!;
+      expect(d.status).toBe("VERIFIED");
+      // The DKIM key came along: the records published for the original still verify the copy.
+      expect((await copy.api<DomainView>(`/domains/${d.id}/verify`, { key })).body.status).toBe("VERIFIED");
+    } finally {
+      await copy.close();
+    }
+  });
+
+  test("after SIGTERM the stopped .db file alone is complete", async () => {
+    await live.kill("SIGTERM");
+    const wal = db + "-wal";
+    expect(!existsSync(wal) || statSync(wal).size === 0).toBe(true);
+    const lone = join(dir, "lone", "mailsvc.db");
+    rmSync(join(dir, "lone"), { recursive: true, force: true });
+    mkdirSync(join(dir, "lone"));
+    copyFileSync(db, lone);
+    const copy = await startServer({ dbPath: lone, config: { dnsServers: [dns.server] } });
+    try {
+      const res = await copy.api<DomainView[]>(`/domains/project/${created.project.id}`, { key: created.project.secret });
+      expect(res.status).toBe(200);
+      expect(res.body.map((x) => x.domain)).toContain("send.operator-bb.example");
+    } finally {
+      await copy.close();
+    }
   });
 });
