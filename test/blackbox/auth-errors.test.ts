@@ -111,9 +111,10 @@ describe("the public key is refused everywhere but /v1/track", () => {
     expectEnvelope(await srv.api("/domains", { body: { domain: "" } }), 401);
   });
 
-  test("the secret key works on a secret-key endpoint (200)", async () => {
+  test("the secret key works on a secret-key endpoint (200); the default rate limit is 1000 per minute", async () => {
     const res = await srv.api("/templates", { key: acc.secretKey });
     expect(res.status).toBe(200);
+    expect(res.headers.get("ratelimit-limit")).toBe("1000");
   });
 
   test("Bearer is case-insensitive in the scheme name", async () => {
