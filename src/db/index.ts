@@ -3,6 +3,7 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { Kysely } from "kysely";
 import { BunSqliteDialect } from "./bun-sqlite-dialect";
+import { startCheckpointer } from "./checkpointer";
 import type { DB } from "./schema";
 
 export type { DB } from "./schema";
@@ -29,7 +30,9 @@ export function openStore(path: string): Store {
   sqlite.exec("PRAGMA busy_timeout = 5000");
   sqlite.exec("PRAGMA temp_store = MEMORY");
   sqlite.exec("PRAGMA cache_size = -65536");
-  sqlite.exec("PRAGMA wal_autocheckpoint = 2000");
+  // Checkpoints run in a worker thread (see checkpointer.ts); the writer's own auto-checkpoint is the safety net.
+  const checkpointer = path === ":memory:" ? null : startCheckpointer(path);
+  sqlite.exec(`PRAGMA wal_autocheckpoint = ${checkpointer ? 20000 : 2000}`);
   const dialect = new BunSqliteDialect(sqlite);
   const db = new Kysely<DB>({ dialect });
   let closed = false;
@@ -47,6 +50,7 @@ export function openStore(path: string): Store {
     close() {
       if (closed) return;
       closed = true;
+      checkpointer?.stop();
       try {
         sqlite.exec("PRAGMA wal_checkpoint(TRUNCATE)");
       } catch {}

@@ -1,3 +1,47 @@
-// Table types for this part of the schema (see migrations/).
-// eslint-disable-next-line @typescript-eslint/no-empty-interface
-export interface AudienceTables {}
+// Table types for the audience part of the schema (migrations/002_audience.sql).
+
+export interface ContactsTable {
+  id: string;
+  project_id: string;
+  /** Lower-case. */
+  email: string;
+  /** 0 | 1 */
+  subscribed: number;
+  /** JSON object text. */
+  data: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface ContactCountsTable {
+  project_id: string;
+  total: number;
+  subscribed: number;
+}
+
+export interface EventsTable {
+  id: string;
+  project_id: string;
+  contact_id: string;
+  name: string;
+  /** JSON object text or null. */
+  data: string | null;
+  email_id: string | null;
+  created_at: number;
+}
+
+export interface ContactImportsTable {
+  job_id: string;
+  project_id: string;
+  filename: string | null;
+  size: number;
+  content: string;
+  created_at: number;
+}
+
+export interface AudienceTables {
+  contacts: ContactsTable;
+  contact_counts: ContactCountsTable;
+  events: EventsTable;
+  contact_imports: ContactImportsTable;
+}

@@ -1,0 +1,71 @@
+/**
+ * Raw prepared-statement executors of the contact upsert and event insert, for the hot paths
+ * (/v1/track micro-batches, CSV import chunks). They run ONLY inside `ctx.store.exclusive` within
+ * one sqlite transaction, and decide with the same planner as the Kysely path (planUpsert).
+ */
+import type { Database } from "bun:sqlite";
+import type { Data } from "./data-rules";
+import { newContactId, normalizeContactEmail, planUpsert, type ContactRow, type UpsertInput } from "./contacts";
+import { newEventId, type RecordedEvent } from "./events";
+
+const SELECT_BY_EMAIL =
+  "SELECT id, project_id, email, subscribed, data, created_at, updated_at FROM contacts WHERE project_id = ? AND email = ?";
+const INSERT_CONTACT =
+  "INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)";
+const UPDATE_CONTACT = "UPDATE contacts SET subscribed = ?, data = ?, updated_at = ? WHERE id = ?";
+const INSERT_EVENT =
+  "INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)";
+
+export interface RawUpsertResult {
+  contact: ContactRow;
+  isNew: boolean;
+  /** True when an existing contact's row was written (data changed or subscription flipped). */
+  changed: boolean;
+  vars: Data;
+  provided: Data;
+  events: RecordedEvent[];
+}
+
+export function upsertContactRaw(sqlite: Database, now: number, input: UpsertInput): RawUpsertResult {
+  const email = normalizeContactEmail(input.email);
+  const existing = sqlite.query<ContactRow, [string, string]>(SELECT_BY_EMAIL).get(input.projectId, email);
+  const plan = planUpsert(existing, input);
+  const events: RecordedEvent[] = [];
+  let contact: ContactRow;
+  if (!existing) {
+    contact = {
+      id: newContactId(now),
+      project_id: input.projectId,
+      email,
+      subscribed: plan.subscribed ? 1 : 0,
+      data: JSON.stringify(plan.stored),
+      created_at: now,
+      updated_at: now,
+    };
+    sqlite
+      .query(INSERT_CONTACT)
+      .run(contact.id, contact.project_id, email, contact.subscribed, contact.data, now, now);
+  } else if (plan.write) {
+    contact = { ...existing, subscribed: plan.subscribed ? 1 : 0, data: JSON.stringify(plan.stored), updated_at: now };
+    sqlite.query(UPDATE_CONTACT).run(contact.subscribed, contact.data, now, contact.id);
+  } else {
+    contact = existing;
+  }
+  if (plan.flip) {
+    const data = { source: input.source ?? "api" };
+    const eventId = insertEventRaw(sqlite, now, { projectId: input.projectId, contactId: contact.id, name: plan.flip, data });
+    events.push({ projectId: input.projectId, contactId: contact.id, eventId, name: plan.flip, data });
+  }
+  return { contact, isNew: plan.isNew, changed: !plan.isNew && plan.write, vars: plan.vars, provided: plan.provided, events };
+}
+
+export function insertEventRaw(
+  sqlite: Database,
+  now: number,
+  ev: { projectId: string; contactId: string; name: string; data?: Data | null; emailId?: string | null },
+): string {
+  const id = newEventId(now);
+  const data = ev.data && Object.keys(ev.data).length ? JSON.stringify(ev.data) : null;
+  sqlite.query(INSERT_EVENT).run(id, ev.projectId, ev.contactId, ev.name, data, ev.emailId ?? null, now);
+  return id;
+}

@@ -1,0 +1,87 @@
+/** SQL of the events endpoints. Event ids are UUIDv7 of the service clock, so id ranges are time ranges. */
+import { sql } from "kysely";
+import type { AppContext } from "../../context";
+
+/** The smallest id string of events created at or after `ms` (the UUIDv7 time prefix). */
+export function idAtTime(ms: number): string {
+  const hex = Math.max(0, Math.floor(ms)).toString(16).padStart(12, "0");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}`;
+}
+
+/** Creation time encoded in a UUIDv7 id. */
+export function timeOfId(id: string): number {
+  return parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
+}
+
+export interface EventFilter {
+  projectId: string;
+  name?: string;
+  /** Already checked to belong to the project. */
+  contactId?: string;
+}
+
+function filtered(ctx: AppContext, f: EventFilter) {
+  // With a contact the (contact_id, id) index serves; project_id is implied by the contact check.
+  let q = f.contactId
+    ? ctx.db.selectFrom("events").where("contact_id", "=", f.contactId)
+    : ctx.db.selectFrom("events").where("project_id", "=", f.projectId);
+  if (f.name !== undefined) q = q.where("name", "=", f.name);
+  return q;
+}
+
+export function selectEventPage(ctx: AppContext, f: EventFilter, limit: number, beforeId: string | null) {
+  let q = filtered(ctx, f).select(["id", "name", "contact_id", "data", "created_at"]);
+  if (beforeId) q = q.where("id", "<", beforeId);
+  return q.orderBy("id", "desc").limit(limit + 1).execute();
+}
+
+export async function countEvents(ctx: AppContext, f: EventFilter): Promise<number> {
+  const r = await filtered(ctx, f)
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .executeTakeFirstOrThrow();
+  return Number(r.n);
+}
+
+export async function statsByName(ctx: AppContext, projectId: string, from: number, to: number) {
+  const r = await sql<{ name: string; n: number; u: number }>`
+    SELECT name, count(*) AS n, count(DISTINCT contact_id) AS u FROM events
+    WHERE project_id = ${projectId} AND id >= ${idAtTime(from)} AND id < ${idAtTime(to)}
+    GROUP BY name ORDER BY n DESC, name`.execute(ctx.db);
+  return r.rows;
+}
+
+export async function statsTotals(ctx: AppContext, projectId: string, from: number, to: number) {
+  const r = await sql<{ n: number; u: number }>`
+    SELECT count(*) AS n, count(DISTINCT contact_id) AS u FROM events
+    WHERE project_id = ${projectId} AND id >= ${idAtTime(from)} AND id < ${idAtTime(to)}`.execute(ctx.db);
+  return r.rows[0] ?? { n: 0, u: 0 };
+}
+
+export async function statsDaily(ctx: AppContext, projectId: string, from: number, to: number) {
+  const r = await sql<{ d: number; n: number }>`
+    SELECT created_at / 86400000 AS d, count(*) AS n FROM events
+    WHERE project_id = ${projectId} AND id >= ${idAtTime(from)} AND id < ${idAtTime(to)}
+    GROUP BY d ORDER BY d`.execute(ctx.db);
+  return r.rows;
+}
+
+export async function distinctNames(ctx: AppContext, projectId: string) {
+  const r = await sql<{ name: string; n: number; last: string }>`
+    SELECT name, count(*) AS n, max(id) AS last FROM events WHERE project_id = ${projectId} GROUP BY name ORDER BY name`.execute(ctx.db);
+  return r.rows;
+}
+
+export async function deleteByName(ctx: AppContext, projectId: string, name: string): Promise<number> {
+  const r = await ctx.db.deleteFrom("events").where("project_id", "=", projectId).where("name", "=", name).executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
+
+export async function contactExists(ctx: AppContext, projectId: string, contactId: string): Promise<boolean> {
+  const r = await ctx.db.selectFrom("contacts").select("id").where("project_id", "=", projectId).where("id", "=", contactId).executeTakeFirst();
+  return !!r;
+}
+
+export async function hasEvents(ctx: AppContext, projectId: string): Promise<boolean> {
+  const r = await ctx.db.selectFrom("events").select("id").where("project_id", "=", projectId).limit(1).executeTakeFirst();
+  return !!r;
+}

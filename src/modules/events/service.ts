@@ -1,0 +1,128 @@
+/** The rules of /v1/track and the events endpoints; typed inputs, no HTTP. */
+import { iso } from "../../clock";
+import type { AppContext } from "../../context";
+import { dataErrors, type Data } from "../../audience/data-rules";
+import { isReservedEventName, MAX_EVENT_NAME_LENGTH, viewEvent } from "../../audience/events";
+import { trackBatcher } from "../../audience/track";
+import { aggregateUsage } from "../../audience/usage";
+import { badRequest, notFound, validationError, type FieldError } from "../../http/errors";
+import { withIdempotency } from "../../http/idempotency";
+import { cursorPage, type CursorParams } from "../../http/pagination";
+import { isValidEmail } from "../../mail/address";
+import * as q from "./queries";
+
+export interface TrackRequest {
+  email: string;
+  event: string;
+  subscribed?: boolean;
+  data?: unknown;
+}
+
+/** Field errors of a track body beyond its TypeBox shape: bad email, reserved or empty name, unusable data. */
+export function trackErrors(body: TrackRequest): FieldError[] {
+  const errors: FieldError[] = [];
+  if (!isValidEmail(body.email.trim())) errors.push({ field: "email", message: "Invalid email", code: "invalid_string", received: body.email.slice(0, 254) });
+  const name = body.event.trim();
+  if (!name) errors.push({ field: "event", message: "Event name must not be empty", code: "too_small", received: body.event });
+  else if (isReservedEventName(name)) {
+    errors.push({
+      field: "event",
+      message: `"${name.slice(0, 100)}" is a reserved event name (email.*, contact.subscribed, contact.unsubscribed, segment.<slug>.entry/exit)`,
+      code: "reserved_event",
+      received: name.slice(0, 255),
+    });
+  }
+  const d = body.data;
+  if (d !== undefined && d !== null) {
+    if (typeof d !== "object" || Array.isArray(d)) errors.push({ field: "data", message: "Expected an object", code: "invalid_type", received: Array.isArray(d) ? "array" : typeof d });
+    else errors.push(...dataErrors(d as Data));
+  }
+  return errors;
+}
+
+/** Validates, then records through the micro-batcher (once per Idempotency-Key). A 422 writes nothing. */
+export async function track(ctx: AppContext, projectId: string, body: TrackRequest, idempotency: { key: string | null; method: string; path: string }) {
+  const errors = trackErrors(body);
+  if (errors.length) throw validationError(errors);
+  const input = {
+    projectId,
+    email: body.email.trim(),
+    event: body.event.trim(),
+    subscribed: body.subscribed,
+    data: (body.data ?? undefined) as Data | undefined,
+  };
+  const batcher = trackBatcher(ctx);
+  const r = idempotency.key === null
+    ? await batcher.track(input)
+    : await withIdempotency(ctx, projectId, idempotency.key, idempotency, () => batcher.track(input));
+  return { success: true as const, data: { contact: r.contactId, event: r.eventId, timestamp: iso(r.createdAt)! } };
+}
+
+// ---- reads -------------------------------------------------------------------------------------------
+
+function checkName(name: string | undefined): string | undefined {
+  if (name === undefined || name === "") return undefined;
+  if (name.length > MAX_EVENT_NAME_LENGTH) throw badRequest(`name must be at most ${MAX_EVENT_NAME_LENGTH} characters`);
+  return name;
+}
+
+export async function listEvents(ctx: AppContext, projectId: string, input: { name?: string; contactId?: string; page: CursorParams }) {
+  if (input.contactId && !(await q.contactExists(ctx, projectId, input.contactId))) throw notFound("Contact");
+  const f: q.EventFilter = { projectId, name: checkName(input.name), contactId: input.contactId || undefined };
+  const rows = await q.selectEventPage(ctx, f, input.page.limit, input.page.after?.id ?? null);
+  const total = input.page.isFirstPage ? await q.countEvents(ctx, f) : 0;
+  return cursorPage(rows, input.page, { total: () => total, sortValue: () => null, id: (r) => r.id, map: viewEvent });
+}
+
+const DAY = 86_400_000;
+
+function parseTime(raw: string | undefined, name: string): number | undefined {
+  if (raw === undefined || raw === "") return undefined;
+  const ms = /^\d+$/.test(raw) ? Number(raw) : Date.parse(raw);
+  if (!Number.isFinite(ms)) throw badRequest(`${name} must be a date-time`, { details: { [name]: raw } });
+  return ms;
+}
+
+/** Totals, per-name counts and a daily series over [from, to) (default: the last `days`, 30). */
+export async function stats(ctx: AppContext, projectId: string, query: { days?: string; from?: string; to?: string }) {
+  let days = 30;
+  if (query.days !== undefined && query.days !== "") {
+    days = Number(query.days);
+    if (!Number.isInteger(days) || days < 1 || days > 366) throw badRequest("days must be an integer from 1 to 366", { details: { days: query.days } });
+  }
+  const to = parseTime(query.to, "to") ?? ctx.clock.now() + 1;
+  const from = parseTime(query.from, "from") ?? to - days * DAY;
+  if (from >= to) throw badRequest("from must be before to");
+  const [totals, byName, daily] = await Promise.all([
+    q.statsTotals(ctx, projectId, from, to),
+    q.statsByName(ctx, projectId, from, to),
+    q.statsDaily(ctx, projectId, from, to),
+  ]);
+  return {
+    from: iso(from),
+    to: iso(to),
+    total: Number(totals.n),
+    uniqueContacts: Number(totals.u),
+    events: byName.map((r) => ({ name: r.name, count: Number(r.n), uniqueContacts: Number(r.u) })),
+    daily: daily.map((r) => ({ date: iso(Number(r.d) * DAY)!.slice(0, 10), count: Number(r.n) })),
+  };
+}
+
+export async function names(ctx: AppContext, projectId: string) {
+  const rows = await q.distinctNames(ctx, projectId);
+  return {
+    names: rows.map((r) => r.name),
+    data: rows.map((r) => ({ name: r.name, count: Number(r.n), lastSeenAt: iso(q.timeOfId(r.last)) })),
+  };
+}
+
+export function usage(ctx: AppContext, projectId: string, name: string) {
+  return aggregateUsage(ctx, ctx.hooks.eventUsage, projectId, name);
+}
+
+/** Deletes every event of a client event name; system events (reserved names) are history and stay. */
+export async function deleteByName(ctx: AppContext, projectId: string, name: string) {
+  if (isReservedEventName(name)) throw badRequest(`"${name.slice(0, 100)}" is a system event name; its events cannot be deleted`);
+  const deleted = await q.deleteByName(ctx, projectId, name);
+  return { name, deleted };
+}

@@ -1,0 +1,93 @@
+// Its own file: croner schedule names are process-global, so two servers must not run at once.
+import { expect, test } from "bun:test";
+import { rmSync } from "node:fs";
+import { createAccount, startServer } from "../support/server";
+import { uploadCsv } from "../audience/helpers";
+
+test("an import interrupted by a shutdown resumes after restart: every row imported exactly once", async () => {
+  const first = await startServer();
+  const dbPath = first.dbPath;
+  const acc = await createAccount(first.api);
+  const ROWS = 30_000;
+  const lines = ["email,n"];
+  for (let i = 0; i < ROWS; i++) lines.push(`row${i}@example.com,${i}`);
+  const up = await uploadCsv(first.api, acc.secretKey, lines.join("\n"));
+  expect(up.status).toBe(202);
+  const jobId = up.body.jobId;
+  // Once a first chunk is committed, shut down: the job stops after the chunk it is on and keeps its checkpoint.
+  for (let i = 0; i < 2000; i++) {
+    const s = (await first.api(`/contacts/import/${jobId}`, { key: acc.secretKey })).body;
+    if (s.result.succeeded > 0) break;
+    await Bun.sleep(5);
+  }
+  await first.stop();
+
+  const second = await startServer({ dbPath });
+  try {
+    const mid = (await second.api(`/contacts/import/${jobId}`, { key: acc.secretKey })).body;
+    expect(mid.state).not.toBe("completed");
+    expect(mid.result.succeeded).toBeGreaterThan(0);
+    expect(mid.result.succeeded).toBeLessThan(ROWS);
+    second.clock.advance(5_000); // past the retry backoff of the interrupted attempt (not past the job lease)
+    await second.drainJobs();
+    const done = (await second.api(`/contacts/import/${jobId}`, { key: acc.secretKey })).body;
+    expect(done.state).toBe("completed");
+    expect(done.result).toMatchObject({ total: ROWS, succeeded: ROWS, created: ROWS, updated: 0, failed: 0 });
+    const page = await second.api("/contacts?limit=1", { key: acc.secretKey });
+    expect(page.body.total).toBe(ROWS);
+    const row = second.ctx.store.sqlite
+      .query<{ n: number; d: number }, [string]>("SELECT count(*) AS n, count(DISTINCT email) AS d FROM contacts WHERE project_id = ?")
+      .get(acc.projectId)!;
+    expect(row).toEqual({ n: ROWS, d: ROWS });
+    // The stored file is gone once the import completed.
+    expect(second.ctx.store.sqlite.query("SELECT count(*) AS n FROM contact_imports").get()).toEqual({ n: 0 });
+  } finally {
+    await second.close();
+    rmSync(first.dir, { recursive: true, force: true });
+  }
+});
+
+test("an import whose process is killed (kill -9) mid-way resumes on the next start: every row exactly once", async () => {
+  const { mkdtempSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const { join } = await import("node:path");
+  const { makeApi, spawnServer } = await import("../support/server");
+  const dir = mkdtempSync(join(tmpdir(), "mailsvc-crash-"));
+  const dbPath = join(dir, "crash.db");
+  const child = await spawnServer({ MAILSVC_DB: dbPath });
+  const api = makeApi(child.url);
+  const acc = await createAccount(api);
+  const ROWS = 40_000;
+  const lines = ["email,n,subscribed"];
+  for (let i = 0; i < ROWS; i++) lines.push(`crash${i}@example.com,${i},${i % 2 ? "yes" : "no"}`);
+  const up = await uploadCsv(api, acc.secretKey, lines.join("\n"));
+  expect(up.status).toBe(202);
+  const jobId = up.body.jobId;
+  let seen = 0;
+  for (let i = 0; i < 4000 && seen === 0; i++) {
+    seen = (await api(`/contacts/import/${jobId}`, { key: acc.secretKey })).body.result.succeeded;
+    if (!seen) await Bun.sleep(2);
+  }
+  await child.kill("SIGKILL");
+
+  const srv = await startServer({ dbPath });
+  try {
+    const before = (await srv.api(`/contacts/import/${jobId}`, { key: acc.secretKey })).body;
+    expect(before.result.succeeded).toBeGreaterThan(0);
+    expect(before.result.succeeded).toBeLessThan(ROWS);
+    await srv.drainJobs();
+    const done = (await srv.api(`/contacts/import/${jobId}`, { key: acc.secretKey })).body;
+    expect(done.state).toBe("completed");
+    expect(done.result).toMatchObject({ total: ROWS, succeeded: ROWS, created: ROWS, updated: 0, failed: 0 });
+    const counts = srv.ctx.store.sqlite
+      .query<{ n: number; d: number; unsub: number }, [string]>(
+        "SELECT count(*) AS n, count(DISTINCT email) AS d, sum(subscribed = 0) AS unsub FROM contacts WHERE project_id = ?",
+      )
+      .get(acc.projectId)!;
+    expect(counts).toEqual({ n: ROWS, d: ROWS, unsub: ROWS / 2 });
+    expect((await srv.api("/contacts?subscribed=false&limit=1", { key: acc.secretKey })).body.total).toBe(ROWS / 2);
+  } finally {
+    await srv.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
