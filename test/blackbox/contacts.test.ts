@@ -227,6 +227,25 @@ describe.skipIf(!READY)("GET /contacts (cursor list)", () => {
     expect(res.body.data.length).toBe(25);
   });
 
+  test("with more than 100 contacts, limit=150 gives 100 and hasMore", async () => {
+    const big = await newProject(srv.api, acc, "Contacts 105");
+    const form = new FormData();
+    const csv = "email\n" + Array.from({ length: 105 }, (_, i) => `bulk${i}@clamp-bb.example`).join("\n") + "\n";
+    form.append("file", new Blob([csv], { type: "text/csv" }), "c.csv");
+    const imp = await srv.api("/contacts/import", { method: "POST", key: big.secretKey, raw: form });
+    expect(imp.status).toBe(202);
+    await waitJob(`/contacts/import/${imp.body.jobId}`, big);
+    const res = await srv.api("/contacts?limit=150", { key: big.secretKey });
+    expectCursorPage(res);
+    expect(res.body.data.length).toBe(100);
+    expect(res.body.hasMore).toBe(true);
+    expect(res.body.total).toBe(105);
+    const rest = await srv.api(`/contacts?limit=150&cursor=${encodeURIComponent(res.body.cursor)}`, { key: big.secretKey });
+    expect(rest.body.data.length).toBe(5);
+    expect(rest.body.hasMore).toBe(false);
+    expect(rest.body.total).toBe(0);
+  });
+
   test("limit below 1 is 400", async () => {
     expectEnvelope(await q("?limit=0"), 400);
   });
@@ -313,6 +332,17 @@ describe.skipIf(!READY)("contact fields", () => {
     expect(custom.plan).toEqual({ name: "plan", path: "data.plan", type: "string", coverage: 75 });
     expect(custom.seats).toMatchObject({ path: "data.seats", type: "number", coverage: 25 });
     expect(custom.vip).toMatchObject({ path: "data.vip", type: "boolean", coverage: 25 });
+  });
+
+  test("inferred types also include date, object and mixed", async () => {
+    const q = await newProject(srv.api, acc, "Field types");
+    expectOk(await upsert({ email: "t1@fields-bb.example", data: { born: "1990-05-01", mix: 1, prefs: { a: 1 } } }, q));
+    expectOk(await upsert({ email: "t2@fields-bb.example", data: { born: "1985-02-03T10:00:00Z", mix: "one" } }, q));
+    const res = await srv.api("/contacts/fields", { key: q.secretKey });
+    const custom = Object.fromEntries(res.body.custom.map((f: any) => [f.name, f]));
+    expect(custom.born).toMatchObject({ type: "date", coverage: 100 });
+    expect(custom.mix).toMatchObject({ type: "mixed", coverage: 100 });
+    expect(custom.prefs).toMatchObject({ type: "object", coverage: 50 });
   });
 
   test("GET /contacts/fields/:field/values: { field, values: [{ value, count }] }", async () => {

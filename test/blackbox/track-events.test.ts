@@ -136,6 +136,12 @@ describe.skipIf(!READY)("POST /v1/track", () => {
       expect(evs.length).toBe(1);
     });
 
+    test("a rejected request (422) does not use up its key", async () => {
+      const key = `released-${Date.now()}`;
+      expectValidation(await track({ email: uniq(), event: "email.sent" }, acc.publicKey, { "idempotency-key": key }));
+      expectOk(await track({ email: uniq(), event: "fine" }, acc.publicKey, { "idempotency-key": key }));
+    });
+
     test("keys are per project", async () => {
       const other = await newProject(srv.api, acc, "Track other");
       const key = `shared-${Date.now()}`;
