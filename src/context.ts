@@ -46,10 +46,20 @@ export interface Hooks {
   templateUsage: Array<(ctx: AppContext, projectId: string, templateId: string) => Promise<Record<string, unknown[]>>>;
   /** Counts for /projects/:id/setup-state, per module. */
   setupState: Array<(ctx: AppContext, projectId: string) => Promise<Record<string, unknown>>>;
+  /** Upcoming work for /activity/upcoming, per module (scheduled campaigns, waiting workflow executions). */
+  upcoming: Array<(ctx: AppContext, projectId: string, limit: number) => Promise<UpcomingItem[]>>;
   /** Bounce and complaint rates for /security (delivery engine). */
   security?: (ctx: AppContext, projectId: string) => Promise<Record<string, unknown>>;
   /** Deletes a project's data beyond the foundation tables (project reset), per module. */
   resetProject: Array<(ctx: AppContext, projectId: string) => Promise<void>>;
 }
 
-export const emptyHooks = (): Hooks => ({ fieldUsage: [], eventUsage: [], templateUsage: [], setupState: [], resetProject: [] });
+export interface UpcomingItem {
+  type: string;
+  id: string;
+  /** ISO time the work is due. */
+  at: string | null;
+  details: Record<string, unknown>;
+}
+
+export const emptyHooks = (): Hooks => ({ fieldUsage: [], eventUsage: [], templateUsage: [], setupState: [], resetProject: [], upcoming: [] });

@@ -1,0 +1,99 @@
+import { sql, type Kysely } from "kysely";
+import type { DB } from "../../db";
+
+/** A UUIDv7 bound for a time: ids of the events table are UUIDv7 of the service clock, so id order is time order. */
+export function idBound(ms: number, end: "low" | "high"): string {
+  const h = Math.max(0, Math.floor(ms)).toString(16).padStart(12, "0").slice(-12);
+  const fill = end === "low" ? "0" : "f";
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${fill.repeat(4)}-${fill.repeat(4)}-${fill.repeat(12)}`;
+}
+
+/** System events whose names clients cannot track; everything else is a client ("event") activity. */
+export const SYSTEM_PATTERNS = ["email.*", "contact.subscribed", "contact.unsubscribed", "segment.*.entry", "segment.*.exit"];
+
+export interface ActivityFilters {
+  /** Activity types: a system event name (email.open…) or "event" for client events. */
+  types?: string[];
+  /** Narrows client events to one name. */
+  name?: string;
+  contactId?: string;
+  fromMs?: number;
+  toMs?: number;
+}
+
+function filtered(db: Kysely<DB>, projectId: string, f: ActivityFilters) {
+  let q = db.selectFrom("events as e").where("e.project_id", "=", projectId);
+  if (f.fromMs !== undefined) q = q.where("e.id", ">=", idBound(f.fromMs, "low"));
+  if (f.toMs !== undefined) q = q.where("e.id", "<=", idBound(f.toMs, "high"));
+  if (f.contactId) q = q.where("e.contact_id", "=", f.contactId);
+  if (f.name) q = q.where("e.name", "=", f.name);
+  if (f.types?.length) {
+    const names = f.types.filter((t) => t !== "event");
+    const wantClient = f.types.includes("event");
+    q = q.where((eb) => {
+      const ors = [];
+      if (names.length) ors.push(eb("e.name", "in", names));
+      if (wantClient) ors.push(eb.not(eb.or(SYSTEM_PATTERNS.map((p) => sql<boolean>`e.name GLOB ${p}`))));
+      return eb.or(ors);
+    });
+  }
+  return q;
+}
+
+export function listActivity(db: Kysely<DB>, projectId: string, f: ActivityFilters, beforeId: string | null, limit: number) {
+  let q = filtered(db, projectId, f)
+    .leftJoin("contacts as c", "c.id", "e.contact_id")
+    .select(["e.id", "e.name", "e.contact_id", "e.email_id", "e.data", "e.created_at", "c.email as contact_email"]);
+  if (beforeId) q = q.where("e.id", "<", beforeId);
+  return q.orderBy("e.id", "desc").limit(limit + 1).execute();
+}
+
+export type ActivityRow = Awaited<ReturnType<typeof listActivity>>[number];
+
+export async function countActivity(db: Kysely<DB>, projectId: string, f: ActivityFilters): Promise<number> {
+  const r = await filtered(db, projectId, f).select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow();
+  return Number(r.n);
+}
+
+/** Counts per event name in a window (index-only on (project_id, name, id)). */
+export async function countsByName(db: Kysely<DB>, projectId: string, names: string[], fromMs: number, toMs: number) {
+  if (!names.length) return {} as Record<string, number>;
+  const rows = await db
+    .selectFrom("events")
+    .select(["name", (eb) => eb.fn.countAll<number>().as("n")])
+    .where("project_id", "=", projectId)
+    .where("name", "in", names)
+    .where("id", ">=", idBound(fromMs, "low"))
+    .where("id", "<=", idBound(toMs, "high"))
+    .groupBy("name")
+    .execute();
+  return Object.fromEntries(rows.map((r) => [r.name, Number(r.n)])) as Record<string, number>;
+}
+
+export async function distinctNames(db: Kysely<DB>, projectId: string): Promise<string[]> {
+  const rows = await db.selectFrom("events").select("name").distinct().where("project_id", "=", projectId).execute();
+  return rows.map((r) => r.name);
+}
+
+/** Emails waiting for a (re)try and import/bulk jobs still queued: the upcoming work that exists now. */
+export function upcomingEmails(db: Kysely<DB>, projectId: string, limit: number) {
+  return db
+    .selectFrom("emails")
+    .select(["id", "to_email", "contact_id", "status", "attempts", "next_attempt_at", "campaign_id", "last_reply"])
+    .where("project_id", "=", projectId)
+    .where("status", "in", ["PENDING", "DEFERRED"])
+    .orderBy("next_attempt_at")
+    .limit(limit)
+    .execute();
+}
+
+export function upcomingJobs(db: Kysely<DB>, projectId: string, limit: number) {
+  return db
+    .selectFrom("jobs")
+    .select(["id", "type", "state", "run_at", "progress"])
+    .where("project_id", "=", projectId)
+    .where("state", "in", ["waiting", "active"])
+    .orderBy("run_at")
+    .limit(limit)
+    .execute();
+}

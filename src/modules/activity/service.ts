@@ -1,0 +1,129 @@
+import { iso } from "../../clock";
+import type { AppContext, UpcomingItem } from "../../context";
+import { badRequest } from "../../http/errors";
+import { cursorPage, type CursorParams } from "../../http/pagination";
+import {
+  countActivity,
+  countsByName,
+  distinctNames,
+  listActivity,
+  SYSTEM_PATTERNS,
+  upcomingEmails,
+  upcomingJobs,
+  type ActivityFilters,
+  type ActivityRow,
+} from "./queries";
+
+const DAY = 86_400_000;
+
+const isSystemName = (name: string) =>
+  SYSTEM_PATTERNS.some((p) => new RegExp("^" + p.replace(/\./g, "\\.").replace(/\*/g, "[^]*") + "$").test(name));
+
+/** The activity type of an event: its name for system events, "event" for client events. */
+export const activityType = (name: string) => (isSystemName(name) ? name : "event");
+
+function parseData(text: string | null): Record<string, unknown> {
+  if (!text) return {};
+  try {
+    return JSON.parse(text);
+  } catch {
+    return {};
+  }
+}
+
+export function viewActivity(r: ActivityRow) {
+  const type = activityType(r.name);
+  const data = parseData(r.data);
+  const metadata: Record<string, unknown> = type === "event" ? { name: r.name, data } : { ...data };
+  if (r.email_id) metadata.emailId = r.email_id;
+  return {
+    id: r.id,
+    type,
+    timestamp: iso(r.created_at),
+    contactId: r.contact_id,
+    contactEmail: r.contact_email ?? undefined,
+    metadata,
+  };
+}
+
+/** Accepts an ISO date or epoch milliseconds. */
+export function parseTime(raw: string | undefined, name: string): number | undefined {
+  if (raw === undefined || raw === "") return undefined;
+  const n = /^\d+$/.test(raw) ? Number(raw) : Date.parse(raw);
+  if (!Number.isFinite(n)) throw badRequest(`${name} must be an ISO-8601 date-time or epoch milliseconds`, { details: { [name]: raw } });
+  return n;
+}
+
+export async function feed(ctx: AppContext, projectId: string, f: ActivityFilters, page: CursorParams) {
+  const rows = await listActivity(ctx.db, projectId, f, page.after?.id ?? null, page.limit);
+  const total = page.isFirstPage ? await countActivity(ctx.db, projectId, f) : 0;
+  return cursorPage(rows, page, { total: () => total, sortValue: () => null, id: (r) => r.id, map: viewActivity });
+}
+
+const STAT_NAMES: Record<string, string> = {
+  sent: "email.sent",
+  delivered: "email.delivery",
+  deferred: "email.deferred",
+  opened: "email.open",
+  clicked: "email.click",
+  bounced: "email.bounce",
+  complained: "email.complaint",
+  failed: "email.failed",
+  suppressed: "email.suppressed",
+  received: "email.received",
+  subscribed: "contact.subscribed",
+  unsubscribed: "contact.unsubscribed",
+};
+
+const rate = (n: number, base: number) => (base > 0 ? Math.round((n / base) * 10_000) / 100 : 0);
+
+/** Counts and rates (percent of emails sent) over a window, default the last 30 days. */
+export async function stats(ctx: AppContext, projectId: string, window: { fromMs?: number; toMs?: number }) {
+  const toMs = window.toMs ?? ctx.clock.now();
+  const fromMs = window.fromMs ?? toMs - 30 * DAY;
+  if (fromMs > toMs) throw badRequest("from must be before to");
+  const byName = await countsByName(ctx.db, projectId, Object.values(STAT_NAMES), fromMs, toMs);
+  const counts: Record<string, number> = {};
+  for (const [k, name] of Object.entries(STAT_NAMES)) counts[k] = byName[name] ?? 0;
+  const all = await countActivity(ctx.db, projectId, { fromMs, toMs });
+  const events = await countActivity(ctx.db, projectId, { fromMs, toMs, types: ["event"] });
+  const base = Math.max(counts.sent!, counts.delivered!);
+  return {
+    from: iso(fromMs),
+    to: iso(toMs),
+    total: all,
+    events,
+    ...counts,
+    openRate: rate(counts.opened!, base),
+    clickRate: rate(counts.clicked!, base),
+    bounceRate: rate(counts.bounced!, base),
+    complaintRate: rate(counts.complained!, base),
+  };
+}
+
+export async function recentCount(ctx: AppContext, projectId: string, sinceMs: number | undefined, minutes: number) {
+  const since = sinceMs ?? ctx.clock.now() - minutes * 60_000;
+  return { count: await countActivity(ctx.db, projectId, { fromMs: since }), since: iso(since) };
+}
+
+export async function types(ctx: AppContext, projectId: string): Promise<string[]> {
+  const names = await distinctNames(ctx.db, projectId);
+  return [...new Set(names.map(activityType))].sort();
+}
+
+export async function upcoming(ctx: AppContext, projectId: string, limit: number): Promise<UpcomingItem[]> {
+  const items: UpcomingItem[] = [];
+  for (const e of await upcomingEmails(ctx.db, projectId, limit)) {
+    items.push({
+      type: e.status === "DEFERRED" ? "email.retry" : "email.pending",
+      id: e.id,
+      at: iso(e.next_attempt_at),
+      details: { to: e.to_email, contactId: e.contact_id, attempts: e.attempts, campaignId: e.campaign_id, lastReply: e.last_reply },
+    });
+  }
+  for (const j of await upcomingJobs(ctx.db, projectId, limit)) {
+    items.push({ type: `job.${j.type}`, id: j.id, at: iso(j.run_at), details: { state: j.state, progress: j.progress } });
+  }
+  for (const more of ctx.hooks.upcoming) items.push(...(await more(ctx, projectId, limit)));
+  return items.sort((a, b) => (a.at ?? "").localeCompare(b.at ?? "")).slice(0, limit);
+}
