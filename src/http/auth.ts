@@ -68,7 +68,7 @@ async function authenticate(
 ): Promise<AuthInfo> {
   const key = bearer(request.headers.get("authorization") ?? undefined);
   if (key) {
-    if (mode === "session") throw unauthorized("This endpoint needs a dashboard session (log in first)");
+    if (mode === "session") throw invalidApiKey("This endpoint needs a dashboard session (log in first); API keys are not accepted");
     const found = await ctx.keys.resolve(key);
     if (!found) throw invalidApiKey("Invalid API key");
     if (found.kind === "public" && mode !== "track") {

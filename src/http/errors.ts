@@ -107,6 +107,8 @@ const CODE_BY_TYPE: Record<number, string> = {
   62: "invalid_union",
 };
 
+const SECRET_FIELD = /password|secret|token/i;
+
 function fieldOf(path: string): string {
   const f = path.replace(/^\//, "").split("/").join(".");
   return f || "body";
@@ -129,7 +131,8 @@ export function fieldErrorsFromTypeBox(all: TypeBoxError[]): FieldError[] {
     else if (e.type === 50 && e.schema?.format) message = `Invalid ${e.schema.format}`;
     else if (code === "invalid_enum_value") message = `Expected one of: ${e.schema.anyOf.map((s: any) => JSON.stringify(s.const)).join(", ")}`;
     const entry: FieldError = { field, message, code };
-    const received = e.type === 45 ? "undefined" : describeReceived(e.value);
+    // Never echo secrets back.
+    const received = e.type === 45 ? "undefined" : SECRET_FIELD.test(field) ? undefined : describeReceived(e.value);
     if (received !== undefined) entry.received = received;
     out.push(entry);
     if (out.length >= 20) break;

@@ -86,7 +86,8 @@ function positiveInt(raw: unknown, name: string, def: number): number {
   return n;
 }
 
-export function parseOffsetParams(query: { page?: unknown; pageSize?: unknown }, maxPageSize = 100): OffsetParams {
+/** Offset lists clamp pageSize to 1000 (segment members pass their own max of 100). */
+export function parseOffsetParams(query: { page?: unknown; pageSize?: unknown }, maxPageSize = 1000): OffsetParams {
   const page = positiveInt(query.page, "page", 1);
   const pageSize = Math.min(positiveInt(query.pageSize, "pageSize", 20), maxPageSize);
   return { page, pageSize, offset: (page - 1) * pageSize };

@@ -40,7 +40,7 @@ export function userRoutes(ctx: AppContext) {
         await setSession(jwt, cookie, user.id);
         return { success: true, data: { id: user.id, email: user.email } };
       },
-      { body: schemas.Credentials },
+      { body: schemas.LoginBody },
     )
     .get("/auth/logout", ({ cookie }) => {
       cookie[SESSION_COOKIE].set({ value: "", httpOnly: true, sameSite: "lax", secure, path: "/", maxAge: 0 });
