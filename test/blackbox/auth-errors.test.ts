@@ -247,11 +247,7 @@ describe("keys and sessions do not mix", () => {
     }
   });
 
-  // DEVIATION (minor): "Every other API endpoint requires the secret key and rejects a public key with 401 and code
-  // INVALID_API_KEY". On the session-only endpoints (/users/@me, /users/@me/projects…) a pk_ gets 401 UNAUTHORIZED.
-  // src/http/auth.ts authenticate(): `if (mode === "session") throw unauthorized(...)` -> throw invalidApiKey(...)
-  // when a Bearer key is sent (the key type does not match the endpoint).
-  test.skip("a public key on a session endpoint is 401 INVALID_API_KEY", async () => {
+  test("a public key on a session endpoint is 401 INVALID_API_KEY", async () => {
     expectEnvelope(await srv.api("/users/@me", { key: acc.publicKey }), 401, "INVALID_API_KEY");
     expectEnvelope(await srv.api("/users/@me/projects", { key: acc.publicKey }), 401, "INVALID_API_KEY");
   });

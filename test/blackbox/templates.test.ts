@@ -223,10 +223,7 @@ describe("GET /templates (offset list)", () => {
     expectEnvelope(await q("?pageSize=0"), 400);
   });
 
-  // DEVIATION (ambiguous): the spec gives a max pageSize of 100 only for the segment members list
-  // ("pageSize (default 20, min 1; the segment members list has max 100)"); we clamp /templates to 100 too
-  // (src/http/pagination.ts parseOffsetParams default maxPageSize = 100, used by src/modules/templates/routes.ts).
-  test.skip("pageSize above 100 is honoured for templates (only segment members are capped at 100)", async () => {
+  test("pageSize above 100 is honoured for templates (only segment members are capped at 100)", async () => {
     const res = await q("?pageSize=150");
     expectOffsetPage(res, 1, 150, 5);
   });
