@@ -1,3 +1,8 @@
-// Table types for this part of the schema (see migrations/).
-// eslint-disable-next-line @typescript-eslint/no-empty-interface
-export interface ObservabilityTables {}
+export interface EventCountsTable {
+  project_id: string;
+  total: number;
+}
+
+export interface ObservabilityTables {
+  event_counts: EventCountsTable;
+}
