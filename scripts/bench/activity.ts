@@ -2,7 +2,7 @@
 // beside a bare HTTP round trip (GET /config) and the same SQL run directly on bun:sqlite, same run.
 //   bun scripts/bench/activity.ts [rows=1000000]
 import { Database } from "bun:sqlite";
-import { createProject, startBenchServer, tempDb } from "./audience-helpers";
+import { createProject, makeTimer, startBenchServer, tempDb } from "./audience-helpers";
 
 const N = Number(process.argv[2] ?? 1_000_000);
 const CONTACTS = 10_000;
@@ -59,19 +59,7 @@ const seedMs = performance.now() - seed0;
 
 const srv = await startBenchServer(t.db);
 const auth = { authorization: `Bearer ${project.secret}` };
-async function timeGet(path: string, runs = 20) {
-  const ms: number[] = [];
-  let body: any;
-  for (let i = 0; i < runs; i++) {
-    const a = performance.now();
-    const r = await fetch(srv.url + path, { headers: auth });
-    body = await r.json();
-    ms.push(performance.now() - a);
-    if (r.status !== 200) throw new Error(`${path}: ${r.status} ${JSON.stringify(body)}`);
-  }
-  ms.sort((x, y) => x - y);
-  return { p50: ms[Math.floor(ms.length / 2)]!, max: ms[ms.length - 1]!, body };
-}
+const timeGet = makeTimer(srv.url, auth);
 
 await timeGet("/activity", 3);
 const bare = await timeGet("/config", 30);

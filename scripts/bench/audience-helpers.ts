@@ -102,3 +102,20 @@ export function openMigrated(path: string): Database {
 }
 
 export const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+/** Times `runs` authenticated GETs of one path: median and worst, and the last body. */
+export function makeTimer(url: string, headers: Record<string, string>) {
+  return async function timeGet(path: string, runs = 15): Promise<{ p50: number; max: number; body: any }> {
+    const ms: number[] = [];
+    let body: any;
+    for (let i = 0; i < runs; i++) {
+      const a = performance.now();
+      const r = await fetch(url + path, { headers });
+      body = await r.json();
+      ms.push(performance.now() - a);
+      if (r.status !== 200) throw new Error(`${path}: ${r.status} ${JSON.stringify(body)}`);
+    }
+    ms.sort((x, y) => x - y);
+    return { p50: ms[Math.floor(ms.length / 2)]!, max: ms[ms.length - 1]!, body };
+  };
+}

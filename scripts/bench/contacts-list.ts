@@ -3,7 +3,7 @@
 // bare HTTP round trip (GET /config) and the same SQL run directly on bun:sqlite.
 //   bun scripts/bench/contacts-list.ts [contacts=1000000]
 import { Database } from "bun:sqlite";
-import { createProject, fmt, startBenchServer, tempDb } from "./audience-helpers";
+import { createProject, makeTimer, fmt, startBenchServer, tempDb } from "./audience-helpers";
 
 const N = Number(process.argv[2] ?? 1_000_000);
 const PLANS = ["free", "pro", "team", "enterprise"];
@@ -35,19 +35,7 @@ const seedMs = performance.now() - t0;
 const srv = await startBenchServer(t.db);
 const auth = { authorization: `Bearer ${project.secret}` };
 
-async function timeGet(path: string, runs = 15): Promise<{ p50: number; max: number; body: any }> {
-  const ms: number[] = [];
-  let body: any;
-  for (let i = 0; i < runs; i++) {
-    const a = performance.now();
-    const r = await fetch(srv.url + path, { headers: auth });
-    body = await r.json();
-    ms.push(performance.now() - a);
-    if (r.status !== 200) throw new Error(`${path}: ${r.status} ${JSON.stringify(body)}`);
-  }
-  ms.sort((x, y) => x - y);
-  return { p50: ms[Math.floor(ms.length / 2)]!, max: ms[ms.length - 1]!, body };
-}
+const timeGet = makeTimer(srv.url, auth);
 
 await timeGet("/contacts", 3); // warm-up
 const bare = await timeGet("/config", 30);

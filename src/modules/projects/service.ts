@@ -1,4 +1,6 @@
+import type { Selectable } from "kysely";
 import { iso } from "../../clock";
+import type { ProjectsTable } from "../../db/tables/foundation";
 import type { AppContext } from "../../context";
 import { AppError, badRequest, conflict, forbidden, notFound } from "../../http/errors";
 import { generateKey } from "../../http/keys";
@@ -8,17 +10,7 @@ export const ROLES: Role[] = ["OWNER", "ADMIN", "MEMBER"];
 export const TRACKING_MODES = ["ENABLED", "DISABLED", "MARKETING_ONLY"] as const;
 export type TrackingMode = (typeof TRACKING_MODES)[number];
 
-type ProjectRow = {
-  id: string;
-  name: string;
-  public_key: string;
-  secret_key: string;
-  disabled: number;
-  disabled_reason: string | null;
-  tracking: string;
-  created_at: number;
-  updated_at: number;
-};
+type ProjectRow = Selectable<ProjectsTable>;
 
 export function viewProject(p: ProjectRow, role?: string) {
   return {
