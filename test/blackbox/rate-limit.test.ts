@@ -67,6 +67,16 @@ describe("rate limit per project", () => {
     expectEnvelope(res, 429, "RATE_LIMIT_EXCEEDED");
   });
 
+  test("public-key calls to /v1/track count against the same per-project budget", async () => {
+    const c = await createAccount(srv.api, "RL C");
+    for (let i = 0; i < LIMIT; i++) {
+      const r = await srv.api("/v1/track", { key: c.publicKey, body: { email: `rl${i}@rl.example`, event: "hit" } });
+      expect(r.status).toBe(200);
+    }
+    expectEnvelope(await srv.api("/v1/track", { key: c.publicKey, body: { email: "over@rl.example", event: "hit" } }), 429, "RATE_LIMIT_EXCEEDED");
+    expectEnvelope(await srv.api("/templates", { key: c.secretKey }), 429, "RATE_LIMIT_EXCEEDED");
+  });
+
   test("another project is not affected", async () => {
     const res = await srv.api("/templates", { key: b.secretKey });
     expect(res.status).toBe(200);
