@@ -2,9 +2,11 @@ import type { Generated } from "kysely";
 
 export interface EmailContentsTable {
   id: string;
-  project_id: string;
+  /** NULL only for SYSTEM (account) emails. */
+  project_id: string | null;
   subject: string;
   html: string;
+  text: string | null;
   from_email: string;
   from_name: string | null;
   reply_to: string | null;
@@ -32,7 +34,8 @@ export type EmailSourceType = "TRANSACTIONAL" | "CAMPAIGN" | "WORKFLOW" | "SYSTE
 
 export interface EmailsTable {
   id: string;
-  project_id: string;
+  /** NULL only for SYSTEM (account) emails, which belong to no project. */
+  project_id: string | null;
   content_id: string;
   contact_id: string | null;
   to_email: string;

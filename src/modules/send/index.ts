@@ -1,4 +1,21 @@
 import type { ModuleDef } from "../module";
+import { outboxFor } from "../../mail/outbox";
+import { reputation } from "../../mail/reputation";
+import { sendAccountEmail } from "./account-email";
+import { sendRoutes } from "./routes";
 
-// Placeholder: this module is filled in by its issue.
-export const sendModule: ModuleDef = { name: "send" };
+/** POST /v1/send and the delivery engine's lifecycle (the outbox loop runs while the service runs). */
+export const sendModule: ModuleDef = {
+  name: "send",
+  routes: sendRoutes,
+  install(ctx) {
+    ctx.hooks.sendAccountEmail = sendAccountEmail;
+    ctx.hooks.security = (c, projectId) => reputation(c, projectId) as unknown as Promise<Record<string, unknown>>;
+  },
+  async start(ctx) {
+    await outboxFor(ctx).start();
+  },
+  async stop(ctx) {
+    await outboxFor(ctx).stop();
+  },
+};

@@ -1,0 +1,230 @@
+// Delivery throughput (issue 5): 20,000 recipients (400 POST /v1/send x 50) with RSA-2048 DKIM and a
+// 20 KB HTML body, delivered to a local sink through the real path (dns2 MX lookup, STARTTLS,
+// DKIM signing, outbox, SMTP). Printed beside two ceilings measured in the same run: the raw RSA
+// sign rate on one core and the raw smtp-connection rate to the same sink. While the send runs,
+// /v1/track latency is probed and the server's RSS sampled.
+//   bun scripts/bench/send.ts [requests=400] [perRequest=50]
+import { generateKeyPairSync, sign } from "node:crypto";
+import { join } from "node:path";
+import { addVerifiedDomain } from "../../test/domains/support";
+import { startDns } from "../../test/support/dns";
+import { createAccount, makeApi } from "../../test/support/server";
+import { SmtpClient } from "../../src/mail/smtp-client";
+import { composeAlternative, toWire } from "../../src/mail/compose";
+import { htmlToText } from "../../src/mail/html-text";
+import { fmt, freePort, ROOT, rssMb, tempDir, waitFor } from "./lib";
+
+const REQUESTS = Number(process.argv[2] ?? 400);
+const PER = Number(process.argv[3] ?? 50);
+const TOTAL = REQUESTS * PER;
+const CONCURRENCY = 8;
+const RCPT_DOMAIN = "bench-rcpt.test";
+const SENDER_DOMAIN = "bench-sender.test";
+
+// ---- fixtures ----------------------------------------------------------------------------------
+function html20k(): string {
+  const para = (i: number) =>
+    `<tr><td style="padding:8px 16px;font-family:Arial,sans-serif;font-size:14px;color:#333">` +
+    `<h3 style="margin:0 0 6px">Section ${i}: what is new for {{ data.company ?? "you" }}</h3>` +
+    `<p style="margin:0">Hello {{firstName ?? "there"}}, here is paragraph ${i} of this newsletter with a ` +
+    `<a href="https://example.com/articles/${i}?utm_source=mail&amp;utm_campaign=bench">link to article ${i}</a> and some text.</p></td></tr>\n`;
+  let body = "";
+  for (let i = 0; body.length < Number(process.env.BENCH_HTML ?? 19_500); i++) body += para(i);
+  return `<!doctype html><html><head><meta charset="utf-8"><title>News</title></head><body><table width="100%">${body}</table>` +
+    `<p style="font-size:11px;color:#999">You receive this because you signed up. {{email}}</p></body></html>`;
+}
+
+const sinkPort = await freePort();
+const sinkProc = Bun.spawn([process.execPath, join(ROOT, "scripts/bench/send-sink.ts")], {
+  env: { ...process.env, PORT: String(sinkPort) },
+  stdout: "ignore",
+  stderr: "inherit",
+});
+const sinkUrl = `http://127.0.0.1:${sinkPort}`;
+await waitFor(sinkUrl + "/");
+type SinkStats = { smtpPort: number; count: number; bytes: number; firstAt: number; lastAt: number; unique: number; duplicates: number };
+const sinkStats = async (): Promise<SinkStats> => (await fetch(sinkUrl + "/")).json() as Promise<SinkStats>;
+const smtpPort = (await sinkStats()).smtpPort;
+
+const dns = await startDns();
+dns.mailDomain(RCPT_DOMAIN);
+
+const html = html20k();
+
+// ---- ceiling 1: RSA-2048 signatures on one core ---------------------------------------------
+const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+let signs = 0;
+const s0 = performance.now();
+while (performance.now() - s0 < 2000) {
+  sign("sha256", Buffer.from(`data ${signs}`), privateKey);
+  signs++;
+}
+const signRate = signs / ((performance.now() - s0) / 1000);
+// What the engine uses: WebCrypto, which Bun runs on its native thread pool.
+const cryptoKey = await crypto.subtle.importKey("pkcs8", privateKey.export({ type: "pkcs8", format: "der" }), { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" }, false, ["sign"]);
+let subtleSigns = 0;
+const p0 = performance.now();
+while (performance.now() - p0 < 2000) {
+  await Promise.all(Array.from({ length: 64 }, (_, i) => crypto.subtle.sign("RSASSA-PKCS1-v1_5", cryptoKey, Buffer.from(`data ${i}`))));
+  subtleSigns += 64;
+}
+const subtleRate = subtleSigns / ((performance.now() - p0) / 1000);
+
+// ---- ceiling 2: smtp-connection to the same sink, 10 reused connections, same-size message ----
+const sample = toWire(composeAlternative({
+  messageId: "ceiling@mailsvc.bench",
+  date: new Date(),
+  from: { name: "Bench", email: `news@${SENDER_DOMAIN}` },
+  to: { email: `x@${RCPT_DOMAIN}` },
+  subject: "Hello there",
+  html: html.replaceAll(/\{\{[^}]*\}\}/g, "Ann"),
+  text: htmlToText(html.replaceAll(/\{\{[^}]*\}\}/g, "Ann")),
+}));
+const CEIL_SECONDS = 3;
+let smtpSent = 0;
+const c0 = performance.now();
+await Promise.all(
+  Array.from({ length: 10 }, async () => {
+    const r = await SmtpClient.open({ host: "127.0.0.1", port: smtpPort, clientName: "ceiling.bench" });
+    if (!r.ok) throw new Error(`ceiling connection failed: ${r.result.reply}`);
+    while (performance.now() - c0 < CEIL_SECONDS * 1000) {
+      const res = await r.client.send(`b@${SENDER_DOMAIN}`, `c${smtpSent}@${RCPT_DOMAIN}`, sample);
+      if (res.kind !== "delivered") throw new Error(res.reply);
+      smtpSent++;
+    }
+    r.client.close();
+  }),
+);
+const smtpRate = smtpSent / ((performance.now() - c0) / 1000);
+await fetch(sinkUrl + "/reset");
+
+// ---- the service ------------------------------------------------------------------------------
+// BENCH_PROFILE=<dir> writes a CPU profile (markdown) of the server there; BENCH_HEAP_PROFILE=<dir> an allocation profile.
+const profileDir = process.env.BENCH_PROFILE;
+const heapDir = process.env.BENCH_HEAP_PROFILE;
+const svcPort = await freePort();
+const svcProc = Bun.spawn(
+  [
+    process.execPath,
+    ...(process.env.BENCH_SMOL ? ["--smol"] : []),
+    ...(profileDir ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${profileDir}`] : []),
+    ...(heapDir ? ["--heap-prof", "--heap-prof-md", `--heap-prof-dir=${heapDir}`] : []),
+    join(ROOT, "src/main.ts"),
+    "serve",
+  ],
+  {
+    env: {
+      ...process.env,
+      MAILSVC_DB: join(tempDir(), "bench.db"),
+      MAILSVC_HOST: "127.0.0.1",
+      MAILSVC_PORT: String(svcPort),
+      MAILSVC_LOG_REQUESTS: "false",
+      MAILSVC_RATE_LIMIT: "100000000",
+      MAILSVC_DNS_SERVERS: dns.server,
+      MAILSVC_MX_PORT: String(smtpPort),
+      MAILSVC_HOSTNAME: "mailsvc.bench",
+    },
+    stdout: process.env.BENCH_LOG ? Bun.file(process.env.BENCH_LOG) : "ignore",
+    stderr: "inherit",
+  },
+);
+const svc = { url: `http://127.0.0.1:${svcPort}`, pid: svcProc.pid, kill: async () => { svcProc.kill("SIGTERM"); await svcProc.exited; } };
+await waitFor(svc.url + "/config");
+const api = makeApi(svc.url);
+const acct = await createAccount(api, "bench");
+await addVerifiedDomain(api, dns, acct, SENDER_DOMAIN);
+
+// Is /v1/track there (issue 3)? Otherwise probe another keyed endpoint.
+const trackProbe = (await api("/v1/track", { key: acct.publicKey, body: { email: `probe@${RCPT_DOMAIN}`, event: "bench.probe" } })).status === 200;
+let probeSeq = 0;
+const probe = async () => {
+  const t = performance.now();
+  const r = trackProbe
+    ? await fetch(svc.url + "/v1/track", {
+        method: "POST",
+        headers: { authorization: `Bearer ${acct.publicKey}`, "content-type": "application/json" },
+        body: JSON.stringify({ email: `probe${probeSeq++ % 500}@${RCPT_DOMAIN}`, event: "bench.probe", data: { n: probeSeq } }),
+      })
+    : await fetch(svc.url + "/v1/key", { headers: { authorization: `Bearer ${acct.secretKey}` } });
+  await r.arrayBuffer();
+  if (!r.ok) throw new Error(`probe failed: ${r.status}`);
+  return performance.now() - t;
+};
+for (let i = 0; i < 50; i++) await probe(); // warm-up
+
+const headers = { authorization: `Bearer ${acct.secretKey}`, "content-type": "application/json" };
+let rssMax = rssMb(svc.pid);
+const rssIdle = rssMax;
+const rssTimeline: number[] = [];
+let rssTick = 0;
+const rssTimer = setInterval(() => {
+  const v = rssMb(svc.pid);
+  rssMax = Math.max(rssMax, v);
+  if (++rssTick % 20 === 0) rssTimeline.push(v);
+}, 100);
+const latencies: number[] = [];
+const apiPhase: number[] = [];
+let accepting = true;
+let sending = true;
+const prober = (async () => {
+  while (sending) {
+    const ms = await probe();
+    latencies.push(ms);
+    if (accepting) apiPhase.push(ms);
+    await Bun.sleep(10);
+  }
+})();
+
+const t0 = Date.now();
+let next = 0;
+let apiErrors = 0;
+await Promise.all(
+  Array.from({ length: CONCURRENCY }, async () => {
+    while (next < REQUESTS) {
+      const i = next++;
+      const to = Array.from({ length: PER }, (_, j) => ({ email: `u${i * PER + j}@${RCPT_DOMAIN}`, name: `User ${i * PER + j}` }));
+      const r = await fetch(svc.url + "/v1/send", {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ to, from: { name: "Bench News", email: `news@${SENDER_DOMAIN}` }, subject: 'Hello {{firstName ?? "there"}}, your weekly news', body: html, data: { firstName: "Ann", company: "Acme" } }),
+      });
+      const text = await r.text();
+      if (r.status !== 200) {
+        apiErrors++;
+        if (apiErrors < 3) console.error(`send failed: ${r.status} ${text.slice(0, 300)}`);
+      }
+    }
+  }),
+);
+const accepted = Date.now() - t0;
+accepting = false;
+
+let stats = await sinkStats();
+const deadline = Date.now() + 180_000;
+while (stats.count < TOTAL - apiErrors * PER && Date.now() < deadline) {
+  await Bun.sleep(100);
+  stats = await sinkStats();
+}
+sending = false;
+await prober;
+clearInterval(rssTimer);
+const elapsed = (stats.lastAt - t0) / 1000;
+const rate = stats.count / elapsed;
+
+latencies.sort((a, b) => a - b);
+apiPhase.sort((a, b) => a - b);
+const pctOf = (l: number[], p: number) => (l.length ? l[Math.min(l.length - 1, Math.floor((l.length * p) / 100))]! : 0).toFixed(1);
+const pct = (p: number) => pctOf(latencies, p);
+
+await svc.kill();
+sinkProc.kill();
+await dns.close();
+
+console.log(`RSA-2048 sign, crypto.sign + KeyObject, 1 core      ${fmt(signRate)} /s          (ceiling)`);
+console.log(`RSA-2048 sign, crypto.subtle (Bun thread pool)      ${fmt(subtleRate)} /s          (ceiling of the engine's signer)`);
+console.log(`smtp-connection -> sink, 10 reused connections       ${fmt(smtpRate)} msg/s      (ceiling, ${(sample.length / 1024).toFixed(1)} KB message)`);
+console.log(`POST /v1/send ${REQUESTS} x ${PER} = ${fmt(TOTAL)} recipients accepted in ${(accepted / 1000).toFixed(2)} s (${fmt((TOTAL / accepted) * 1000)} recipients/s), ${apiErrors} errors`);
+console.log(`end to end: ${fmt(stats.count)} messages (${fmt(stats.unique)} recipients, ${stats.duplicates} duplicates, ${(stats.bytes / stats.count / 1024).toFixed(1)} KB avg) in ${elapsed.toFixed(2)} s = ${fmt(rate)} msg/s  (bar >= 1,000: ${rate >= 1000 ? "PASS" : "FAIL"})`);
+console.log(`${trackProbe ? "POST /v1/track" : "GET /v1/key (no /v1/track on this build)"} during the send: p50 ${pct(50)} ms, p99 ${pct(99)} ms over ${latencies.length} requests (while the API accepted the sends: p99 ${pctOf(apiPhase, 99)} ms over ${apiPhase.length})  (bar p99 < 25 ms: ${Number(pct(99)) < 25 ? "PASS" : "FAIL"})`);
+console.log(`server RSS max during the send: ${rssMax} MB (idle before: ${rssIdle} MB; every 2 s: ${rssTimeline.join(" ")})  (bar < 200 MB: ${rssMax < 200 ? "PASS" : "FAIL"})`);
+process.exit(0);

@@ -1,0 +1,8 @@
+// The engine's calls into other parts of the service (rendering, sender domains, contacts and
+// events, the feedback loop), gathered in one place.
+export { decorateMessage, subscriptionUrls } from "./tracking";
+export { renderHtml, renderSubject, renderText } from "./render";
+export { bounceDomainFor, getSigningKey, type SigningKey } from "../modules/domains/service";
+export { setSubscribed } from "../audience/contacts";
+export { recordEvent, notifyEvents, type RecordedEvent } from "../audience/events";
+export { insertEventRaw } from "../audience/raw";

@@ -1,0 +1,153 @@
+// How emails enter the outbox (for /v1/send, account emails and later campaigns and workflows):
+// insert the shared content once, then one row per recipient, in the caller's transaction; after
+// the commit call wakeOutbox(ctx). A row is due when next_attempt_at <= now.
+// Two flavours with the same rows: Kysely (inside a Kysely transaction) and raw prepared
+// statements (inside ctx.store.exclusive + sqlite.transaction, for the hot /v1/send path).
+import type { Database } from "bun:sqlite";
+import type { Insertable, Kysely, Transaction } from "kysely";
+import type { DB } from "../db";
+import type { EmailContentsTable, EmailSourceType, EmailStatus, EmailsTable } from "../db/tables/delivery";
+import type { AttachmentInput } from "./compose";
+import { messageIdFor } from "./build";
+
+type Db = Kysely<DB> | Transaction<DB>;
+
+export interface NewContent {
+  projectId: string | null;
+  /** Template sources (rendered per recipient at delivery time). */
+  subject: string;
+  html: string;
+  text?: string | null;
+  fromEmail: string;
+  fromName?: string | null;
+  replyTo?: string | null;
+  type?: "TRANSACTIONAL" | "MARKETING" | "HEADLESS";
+  headers?: Record<string, string> | null;
+  attachments?: AttachmentInput[] | null;
+}
+
+export interface NewEmail {
+  projectId: string | null;
+  contentId: string;
+  contactId: string | null;
+  toEmail: string;
+  toName?: string | null;
+  /** Render variables of this recipient (contact fields, data incl. non-persistent values). */
+  vars?: Record<string, unknown> | null;
+  sourceType: EmailSourceType;
+  campaignId?: string | null;
+  templateId?: string | null;
+  workflowExecutionId?: string | null;
+  /** PENDING (default) or SUPPRESSED (recorded, never attempted). */
+  status?: Extract<EmailStatus, "PENDING" | "SUPPRESSED">;
+  /** When the first attempt is due (default: now). */
+  runAt?: number;
+}
+
+export const SUPPRESSED_REPLY = "address is suppressed (earlier hard bounce or complaint)";
+
+function contentRow(id: string, now: number, c: NewContent): Insertable<EmailContentsTable> & { type: string } {
+  return {
+    id,
+    project_id: c.projectId,
+    subject: c.subject,
+    html: c.html,
+    text: c.text ?? null,
+    from_email: c.fromEmail,
+    from_name: c.fromName ?? null,
+    reply_to: c.replyTo ?? null,
+    type: c.type ?? "TRANSACTIONAL",
+    headers: c.headers && Object.keys(c.headers).length ? JSON.stringify(c.headers) : null,
+    attachments: c.attachments && c.attachments.length ? JSON.stringify(c.attachments) : null,
+    created_at: now,
+  };
+}
+
+function emailRow(id: string, now: number, hostname: string, e: NewEmail): Insertable<EmailsTable> {
+  const status = e.status ?? "PENDING";
+  return {
+    id,
+    project_id: e.projectId,
+    content_id: e.contentId,
+    contact_id: e.contactId,
+    to_email: e.toEmail,
+    to_name: e.toName ?? null,
+    vars: e.vars ? JSON.stringify(e.vars) : null,
+    status,
+    source_type: e.sourceType,
+    campaign_id: e.campaignId ?? null,
+    template_id: e.templateId ?? null,
+    workflow_execution_id: e.workflowExecutionId ?? null,
+    message_id: messageIdFor(id, hostname),
+    next_attempt_at: status === "PENDING" ? (e.runAt ?? now) : null,
+    last_reply: status === "SUPPRESSED" ? SUPPRESSED_REPLY : null,
+    created_at: now,
+    updated_at: now,
+  };
+}
+
+export async function insertContent(db: Db, now: number, c: NewContent): Promise<string> {
+  const id = Bun.randomUUIDv7();
+  await db.insertInto("email_contents").values(contentRow(id, now, c)).execute();
+  return id;
+}
+
+/** Our MAILSVC_HOSTNAME is needed for the Message-ID, so callers pass it. */
+export async function insertEmails(db: Db, now: number, hostname: string, rows: NewEmail[]): Promise<string[]> {
+  if (!rows.length) return [];
+  const values = rows.map((e) => emailRow(Bun.randomUUIDv7(), now, hostname, e));
+  // SQLite caps bound parameters per statement: 500 rows at a time.
+  for (let i = 0; i < values.length; i += 500) await db.insertInto("emails").values(values.slice(i, i + 500)).execute();
+  return values.map((v) => v.id);
+}
+
+/** The addresses among `emails` (lower-case) that are suppressed in the project. */
+export async function suppressedAddresses(db: Db, projectId: string, emails: string[]): Promise<Set<string>> {
+  if (!emails.length) return new Set();
+  const rows = await db.selectFrom("suppressions").select("email").where("project_id", "=", projectId).where("email", "in", emails).execute();
+  return new Set(rows.map((r) => r.email));
+}
+
+// ---- raw flavour (inside ctx.store.exclusive, within one sqlite transaction) --------------------
+
+const CONTENT_COLUMNS = ["id", "project_id", "subject", "html", "text", "from_email", "from_name", "reply_to", "type", "headers", "attachments", "created_at"] as const;
+const EMAIL_COLUMNS = [
+  "id",
+  "project_id",
+  "content_id",
+  "contact_id",
+  "to_email",
+  "to_name",
+  "vars",
+  "status",
+  "source_type",
+  "campaign_id",
+  "template_id",
+  "workflow_execution_id",
+  "message_id",
+  "next_attempt_at",
+  "last_reply",
+  "created_at",
+  "updated_at",
+] as const;
+const insertSql = (table: string, cols: readonly string[]) => `INSERT INTO ${table} (${cols.join(", ")}) VALUES (${cols.map(() => "?").join(", ")})`;
+const INSERT_CONTENT = insertSql("email_contents", CONTENT_COLUMNS);
+const INSERT_EMAIL = insertSql("emails", EMAIL_COLUMNS);
+
+export function insertContentRaw(sqlite: Database, now: number, c: NewContent): string {
+  const id = Bun.randomUUIDv7();
+  const row = contentRow(id, now, c) as Record<string, unknown>;
+  sqlite.query(INSERT_CONTENT).run(...(CONTENT_COLUMNS.map((k) => row[k] ?? null) as never[]));
+  return id;
+}
+
+export function insertEmailRaw(sqlite: Database, now: number, hostname: string, e: NewEmail): string {
+  const id = Bun.randomUUIDv7();
+  const row = emailRow(id, now, hostname, e) as Record<string, unknown>;
+  sqlite.query(INSERT_EMAIL).run(...(EMAIL_COLUMNS.map((k) => row[k] ?? null) as never[]));
+  return id;
+}
+
+export function isSuppressedRaw(sqlite: Database, projectId: string, email: string): boolean {
+  return !!sqlite.query("SELECT 1 FROM suppressions WHERE project_id = ? AND email = ?").get(projectId, email);
+}

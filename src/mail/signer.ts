@@ -1,0 +1,39 @@
+// RSA signing off the main thread. An RSA-2048 signature is the largest single CPU cost of a
+// message (~0.6 ms with node:crypto's sign on the calling thread). Bun runs WebCrypto's
+// crypto.subtle.sign on its native thread pool: the main thread stays free for HTTP and SMTP, and
+// on this hardware it is also ~1.5x faster than node:crypto (measured: ~2,200/s vs ~1,400/s).
+// Keys are imported once per PEM and kept as CryptoKeys.
+import { createPrivateKey, sign as nodeSign, type KeyObject } from "node:crypto";
+
+const ALG = { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" } as const;
+
+export class Signer {
+  private keys = new Map<string, Promise<CryptoKey | KeyObject>>();
+
+  private key(pem: string): Promise<CryptoKey | KeyObject> {
+    let k = this.keys.get(pem);
+    if (!k) {
+      const obj = createPrivateKey(pem);
+      const der = obj.export({ type: "pkcs8", format: "der" });
+      // A key WebCrypto does not take (not RSA) is signed with node:crypto instead.
+      k = crypto.subtle.importKey("pkcs8", der, ALG, false, ["sign"]).catch(() => obj);
+      this.keys.set(pem, k);
+      if (this.keys.size > 10_000) this.keys.clear();
+    }
+    return k;
+  }
+
+  /** Signs `data` (ASCII) with RSA-SHA256 (PKCS#1 v1.5) and the PEM private key; returns base64. */
+  async sign(pem: string, data: string): Promise<string> {
+    const key = await this.key(pem);
+    const bytes = Buffer.from(data, "latin1");
+    if (key instanceof CryptoKey) return Buffer.from(await crypto.subtle.sign(ALG, key, bytes)).toString("base64");
+    return nodeSign("sha256", bytes, key).toString("base64");
+  }
+}
+
+/** One signer per process (its key cache is shared by the service instances of a test run). */
+let shared: Signer | null = null;
+export function sharedSigner(): Signer {
+  return (shared ??= new Signer());
+}

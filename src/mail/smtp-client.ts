@@ -1,0 +1,181 @@
+// One SMTP session to one remote host over nodemailer's smtp-connection, with typed results.
+// EHLO with our hostname, opportunistic STARTTLS, optional AUTH (relay), then any number of
+// messages on the same connection. Nothing here throws: failures come back as DeliveryResults.
+import SMTPConnection from "nodemailer/lib/smtp-connection";
+import { delivered, deferred, fromSmtpError, type DeliveryResult } from "./smtp-result";
+
+export interface SmtpTarget {
+  /** Address (or host name) to connect to. */
+  host: string;
+  port: number;
+  /** Name for TLS SNI and for logs (the MX host name when `host` is its IP). */
+  servername?: string;
+  /** TLS from the first byte (smtps://). */
+  secure?: boolean;
+  auth?: { user: string; pass: string };
+  /** Our EHLO name. */
+  clientName: string;
+  timeouts?: Partial<SmtpTimeouts>;
+}
+
+export interface SmtpTimeouts {
+  connectMs: number;
+  greetingMs: number;
+  /** Inactivity limit while a command or the message data waits for its reply. */
+  socketMs: number;
+}
+
+const DEFAULT_TIMEOUTS: SmtpTimeouts = { connectMs: 30_000, greetingMs: 30_000, socketMs: 5 * 60_000 };
+
+export type OpenResult = { ok: true; client: SmtpClient } | { ok: false; result: DeliveryResult };
+
+export class SmtpClient {
+  private dead = false;
+  /** Messages handed over on this connection (accepted or not). */
+  transactions = 0;
+  /** An unfinished transaction (a refused envelope) needs RSET before the next MAIL FROM. */
+  private dirty = false;
+
+  private constructor(
+    private readonly conn: SMTPConnection,
+    readonly target: SmtpTarget,
+  ) {
+    conn.on("error", () => {
+      this.dead = true;
+    });
+    conn.on("end", () => {
+      this.dead = true;
+    });
+  }
+
+  /** Connects, says EHLO, upgrades with STARTTLS when offered and logs in when credentials are given. */
+  static open(target: SmtpTarget): Promise<OpenResult> {
+    const t = { ...DEFAULT_TIMEOUTS, ...target.timeouts };
+    const conn = new SMTPConnection({
+      host: target.host,
+      port: target.port,
+      secure: !!target.secure,
+      name: target.clientName,
+      servername: target.servername && !isIp(target.servername) ? target.servername : undefined,
+      opportunisticTLS: true,
+      // Opportunistic TLS as MTAs do it: encrypt whenever offered, without refusing self-signed or mismatched certificates.
+      tls: { rejectUnauthorized: false },
+      connectionTimeout: t.connectMs,
+      greetingTimeout: t.greetingMs,
+      socketTimeout: t.socketMs,
+      socketCloseTimeout: 1000,
+      logger: false,
+      allowInternalNetworkInterfaces: true,
+    });
+    const client = new SmtpClient(conn, target);
+    return new Promise<OpenResult>((resolve) => {
+      let settled = false;
+      const fail = (err: unknown, stage: "connect" | "auth") => {
+        if (settled) return;
+        settled = true;
+        client.dead = true;
+        try {
+          conn.close();
+        } catch {}
+        resolve({ ok: false, result: fromSmtpError(err, stage) });
+      };
+      // smtp-connection reports a failed connect (refused, TLS, timeout) as an 'error' event only.
+      conn.once("error", (err) => fail(err, "connect"));
+      conn.once("end", () => fail(new Error("connection closed during the SMTP handshake"), "connect"));
+      try {
+        conn.connect((err) => {
+          if (err) return fail(err, "connect");
+          if (!target.auth) {
+            settled = true;
+            return resolve({ ok: true, client });
+          }
+          conn.login({ user: target.auth.user, pass: target.auth.pass }, (lerr) => {
+            if (lerr) return fail(lerr, "auth");
+            settled = true;
+            resolve({ ok: true, client });
+          });
+        });
+      } catch (e) {
+        fail(e, "connect");
+      }
+    });
+  }
+
+  /** True while the connection can carry another message. */
+  get usable(): boolean {
+    return !this.dead && !(this.conn as unknown as { _destroyed?: boolean })._destroyed;
+  }
+
+  /** Whether the session is encrypted (implicit TLS or after STARTTLS). */
+  get secure(): boolean {
+    return !!this.conn.secure;
+  }
+
+  /** Sends one message to one recipient. Resolves with the outcome; never rejects. */
+  async send(from: string, to: string, raw: Buffer): Promise<DeliveryResult> {
+    if (!this.usable) return deferred("connection closed before the message was sent", "connect");
+    if (this.dirty && !(await this.reset())) return deferred("connection could not be reset (RSET failed)", "connect");
+    this.transactions++;
+    return new Promise<DeliveryResult>((resolve) => {
+      try {
+        this.conn.send({ from, to: [to], size: raw.length }, raw, (err, info) => {
+          if (err) {
+            this.dirty = true;
+            return resolve(fromSmtpError(err, "data"));
+          }
+          if (info && info.rejected && info.rejected.length) {
+            this.dirty = true;
+            const e = info.rejectedErrors?.[0];
+            return resolve(fromSmtpError(e ?? { response: "550 recipient rejected", command: "RCPT TO" }, "rcpt"));
+          }
+          resolve(delivered((info?.response ?? "250 OK").trim()));
+        });
+      } catch (e) {
+        this.dirty = true;
+        resolve(fromSmtpError(e, "data"));
+      }
+    });
+  }
+
+  /** RSET: clears a failed transaction so the connection can carry the next message. */
+  reset(): Promise<boolean> {
+    if (!this.usable) return Promise.resolve(false);
+    return new Promise<boolean>((resolve) => {
+      try {
+        this.conn.reset((err) => {
+          if (err) {
+            this.close();
+            return resolve(false);
+          }
+          this.dirty = false;
+          resolve(true);
+        });
+      } catch {
+        this.close();
+        resolve(false);
+      }
+    });
+  }
+
+  /** QUIT and close. */
+  close(): void {
+    if (this.dead) {
+      try {
+        this.conn.close();
+      } catch {}
+      return;
+    }
+    this.dead = true;
+    try {
+      this.conn.quit();
+    } catch {
+      try {
+        this.conn.close();
+      } catch {}
+    }
+  }
+}
+
+function isIp(s: string): boolean {
+  return /^\d{1,3}(\.\d{1,3}){3}$/.test(s) || s.includes(":");
+}

@@ -1,0 +1,173 @@
+// POST /v1/send: one transactional email per recipient, persisted (contact upserts, the shared
+// content, one email row per recipient) in ONE transaction, then handed to the outbox.
+import { iso } from "../../clock";
+import type { AppContext } from "../../context";
+import { upsertContactRaw } from "../../audience/raw";
+import { notifyEvents, type RecordedEvent } from "../../audience/events";
+import { payloadTooLarge, validationError, type FieldError } from "../../http/errors";
+import { isValidEmail } from "../../mail/address";
+import type { AttachmentInput } from "../../mail/compose";
+import { checkCustomHeaders } from "../../mail/custom-headers";
+import { insertContentRaw, insertEmailRaw, isSuppressedRaw } from "../../mail/enqueue";
+import { wakeOutbox } from "../../mail/outbox";
+import { assertSenderAllowed } from "../domains/service";
+import { assertTemplateSyntax, getTemplate, type TemplateRow } from "../templates/service";
+import { parseMailbox } from "./account-email";
+
+export type Mailbox = { name?: string | null; email: string };
+
+export interface SendInput {
+  to: string | Mailbox | (string | Mailbox)[];
+  subject?: string;
+  body?: string;
+  template?: string;
+  from?: string | Mailbox;
+  name?: string | null;
+  subscribed?: boolean;
+  data?: Record<string, unknown> | null;
+  headers?: Record<string, string> | null;
+  reply?: string | null;
+  attachments?: AttachmentInput[] | null;
+}
+
+export interface SendResult {
+  emails: { contact: { id: string; email: string }; email: string }[];
+  timestamp: string;
+}
+
+/** Decoded attachment bytes per request (spec: "10 MB total by default"). */
+export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024;
+/** Whole message (spec: 40 MB), estimated from the body sources and the base64 attachments. */
+export const MAX_MESSAGE_BYTES = 40 * 1024 * 1024;
+
+const BASE64 = /^[A-Za-z0-9+/\r\n]*={0,2}[\r\n]*$/;
+
+function decodedLength(b64: string): number {
+  const clean = b64.replace(/[\r\n]/g, "");
+  const pad = clean.endsWith("==") ? 2 : clean.endsWith("=") ? 1 : 0;
+  return Math.floor((clean.length * 3) / 4) - pad;
+}
+
+interface Recipient {
+  email: string;
+  name: string | null;
+}
+
+function recipients(input: SendInput, errors: FieldError[]): Recipient[] {
+  const list = Array.isArray(input.to) ? input.to : [input.to];
+  const out: Recipient[] = [];
+  list.forEach((r, i) => {
+    const field = Array.isArray(input.to) ? `to.${i}` : "to";
+    const email = (typeof r === "string" ? r : r.email).trim();
+    if (!isValidEmail(email)) {
+      errors.push({ field: typeof r === "string" ? field : `${field}.email`, message: "Invalid email address", code: "invalid_string", received: email });
+      return;
+    }
+    out.push({ email: email.toLowerCase(), name: typeof r === "string" ? null : (r.name?.trim() || null) });
+  });
+  return out;
+}
+
+/** Validates everything that needs no database, in one 422 (and 413 for sizes). */
+function validate(input: SendInput) {
+  const errors: FieldError[] = [];
+  const to = recipients(input, errors);
+  if (!input.template) {
+    if (input.subject === undefined) errors.push({ field: "subject", message: "Required when no template is given", code: "invalid_type", received: "undefined" });
+    if (input.body === undefined) errors.push({ field: "body", message: "Required when no template is given", code: "invalid_type", received: "undefined" });
+  }
+  let from: Mailbox | null = null;
+  if (input.from !== undefined) {
+    if (typeof input.from === "string") {
+      const m = parseMailbox(input.from);
+      if (!m) errors.push({ field: "from", message: "Invalid sender email address", code: "invalid_string", received: input.from });
+      else from = m;
+    } else if (!isValidEmail(input.from.email.trim())) {
+      errors.push({ field: "from.email", message: "Invalid sender email address", code: "invalid_string", received: input.from.email });
+    } else from = { name: input.from.name?.trim() || null, email: input.from.email.trim().toLowerCase() };
+  }
+  if (input.reply && !isValidEmail(input.reply.trim())) errors.push({ field: "reply", message: "Invalid reply-to email address", code: "invalid_string", received: input.reply });
+  const headers = input.headers ? checkCustomHeaders(input.headers) : { headers: {}, errors: [] };
+  errors.push(...headers.errors);
+  let attachmentBytes = 0;
+  let encodedBytes = 0;
+  (input.attachments ?? []).forEach((a, i) => {
+    if (!BASE64.test(a.content) || a.content.replace(/[\r\n]/g, "").length % 4 !== 0) {
+      errors.push({ field: `attachments.${i}.content`, message: "Attachment content must be base64", code: "invalid_string" });
+      return;
+    }
+    attachmentBytes += decodedLength(a.content);
+    encodedBytes += a.content.length;
+  });
+  try {
+    assertTemplateSyntax({ subject: input.subject, body: input.body });
+  } catch (e) {
+    const extra = (e as { extra?: { errors?: FieldError[] } }).extra;
+    if (extra?.errors) errors.push(...extra.errors);
+    else throw e;
+  }
+  if (errors.length) throw validationError(errors);
+  if (attachmentBytes > MAX_ATTACHMENT_BYTES) {
+    throw payloadTooLarge(`Attachments total ${attachmentBytes} bytes; at most ${MAX_ATTACHMENT_BYTES} bytes (10 MB) per email`);
+  }
+  const estimate = (input.body?.length ?? 0) * 2 + encodedBytes + 64 * 1024;
+  if (estimate > MAX_MESSAGE_BYTES) throw payloadTooLarge(`The message would be larger than ${MAX_MESSAGE_BYTES} bytes (40 MB)`);
+  return { to, from, headers: headers.headers };
+}
+
+export async function send(ctx: AppContext, projectId: string, input: SendInput): Promise<SendResult> {
+  const v = validate(input);
+  const tpl: TemplateRow | null = input.template ? await getTemplate(ctx, projectId, input.template) : null;
+
+  const fromEmail = v.from?.email ?? tpl?.from_email ?? null;
+  if (!fromEmail) throw validationError([{ field: "from", message: "Required when the template has no sender", code: "invalid_type", received: "undefined" }]);
+  const fromName = v.from?.name || input.name?.trim() || (tpl ? tpl.from_name : null) || null;
+  await assertSenderAllowed(ctx, projectId, fromEmail);
+
+  const subject = input.subject ?? tpl!.subject;
+  const html = input.body ?? tpl!.body;
+  const replyTo = input.reply?.trim() || tpl?.reply_to || null;
+
+  const now = ctx.clock.now();
+  const attachments = input.attachments?.map((a) => ({
+    filename: a.filename,
+    content: a.content.replace(/[\r\n]/g, ""),
+    contentType: a.contentType,
+    ...(a.contentId ? { contentId: a.contentId } : {}),
+    ...(a.disposition ? { disposition: a.disposition } : {}),
+  }));
+  const events: RecordedEvent[] = [];
+  // One transaction for the contact upserts, the content and every email row (raw statements:
+  // this is the hot path of campaigns-by-API, see scripts/bench/send.ts).
+  const result = await ctx.store.exclusive((sqlite) =>
+    sqlite.transaction(() => {
+      const contentId = insertContentRaw(sqlite, now, { projectId, subject, html, fromEmail, fromName, replyTo, type: "TRANSACTIONAL", headers: v.headers, attachments });
+      return v.to.map((r) => {
+        const up = upsertContactRaw(sqlite, now, {
+          projectId,
+          email: r.email,
+          subscribed: input.subscribed,
+          defaultSubscribed: false,
+          data: input.data ?? undefined,
+          source: "send",
+        });
+        events.push(...up.events);
+        const email = insertEmailRaw(sqlite, now, ctx.config.hostname, {
+          projectId,
+          contentId,
+          contactId: up.contact.id,
+          toEmail: up.contact.email,
+          toName: r.name,
+          vars: { ...up.vars, email: up.contact.email, id: up.contact.id },
+          sourceType: "TRANSACTIONAL",
+          templateId: tpl?.id ?? null,
+          status: isSuppressedRaw(sqlite, projectId, up.contact.email) ? "SUPPRESSED" : "PENDING",
+        });
+        return { contact: { id: up.contact.id, email: up.contact.email }, email };
+      });
+    })(),
+  );
+  wakeOutbox(ctx);
+  await notifyEvents(ctx, events);
+  return { emails: result, timestamp: iso(now)! };
+}

@@ -1,0 +1,152 @@
+// The engine's pure pieces: quoted-printable, DKIM canonicalization and signatures (checked with
+// mailauth), the HTML-to-text conversion, custom-header rules, reply classification, relay URLs.
+import { describe, expect, test } from "bun:test";
+import { generateKeyPairSync } from "node:crypto";
+import { authenticate } from "mailauth";
+import { simpleParser } from "mailparser";
+import { acquireBuffer, releaseBuffer } from "../../src/mail/buffers";
+import { composeAlternative, splitRaw, toWire } from "../../src/mail/compose";
+import { checkCustomHeaders } from "../../src/mail/custom-headers";
+import { dkimHeader, prepareDkim, relaxedBody } from "../../src/mail/dkim";
+import { htmlToText } from "../../src/mail/html-text";
+import { parseRelayUrl } from "../../src/mail/pool";
+import { qpEncode } from "../../src/mail/qp";
+import { Signer } from "../../src/mail/signer";
+import { fromSmtpError } from "../../src/mail/smtp-result";
+
+function qpDecode(s: string): Buffer {
+  const bytes: number[] = [];
+  const text = s.replace(/=\r\n/g, "");
+  for (let i = 0; i < text.length; i++) {
+    if (text[i] === "=") {
+      bytes.push(parseInt(text.slice(i + 1, i + 3), 16));
+      i += 2;
+    } else bytes.push(text.charCodeAt(i));
+  }
+  return Buffer.from(bytes);
+}
+
+describe("quoted-printable", () => {
+  const samples = [
+    "plain ascii",
+    "Grüße, 日本語, emoji 🎉 and = signs",
+    "trailing spaces   \nand\ttabs\t\r\nmixed\rbreaks",
+    "  leading and   many    spaces  ",
+    "x".repeat(500),
+    "é".repeat(200),
+    ".dot at line start\n.another",
+  ];
+  for (const s of samples) {
+    test(`round-trips ${JSON.stringify(s.slice(0, 24))}`, () => {
+      const enc = qpEncode(s).toString("latin1");
+      for (const line of enc.split("\r\n")) expect(line.length).toBeLessThanOrEqual(76);
+      expect(enc).not.toMatch(/[ \t]\r\n|[ \t]$/);
+      expect(enc).not.toMatch(/ {2}|\t/);
+      expect(enc).not.toMatch(/[^\r]\n/);
+      expect(qpDecode(enc).toString("utf8")).toBe(s.replace(/\r\n|\r|\n/g, "\r\n"));
+    });
+  }
+});
+
+describe("DKIM", () => {
+  const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+  const pem = privateKey.export({ type: "pkcs8", format: "pem" }) as string;
+  const p = (publicKey.export({ type: "spki", format: "der" }) as Buffer).toString("base64");
+  const verify = async (raw: Buffer) => {
+    const res = await authenticate(raw, {
+      ip: "127.0.0.1",
+      helo: "x",
+      sender: "b@sender.test",
+      mta: "mx.test",
+      resolver: async (name: string, type: string) => {
+        if (type === "TXT" && name === "s1._domainkey.sender.test") return [[`v=DKIM1; k=rsa; p=${p}`]];
+        throw Object.assign(new Error("not found"), { code: "ENOTFOUND" });
+      },
+    } as never);
+    return (res as { dkim: { results: { status: { result: string } }[] } }).dkim.results[0]!.status.result;
+  };
+
+  test("relaxed body canonicalization", () => {
+    expect(relaxedBody("a  b \t c  \r\n\r\n\r\n")).toBe("a b c\r\n");
+    expect(relaxedBody("\r\n\r\n")).toBe("");
+    expect(relaxedBody("x")).toBe("x\r\n");
+  });
+
+  test("our composer's message passes, and so does one whose body needs canonicalizing", async () => {
+    const signer = new Signer();
+    const msg = composeAlternative({
+      messageId: "1@mailsvc.test",
+      date: new Date(),
+      from: { name: "Sénder", email: "a@sender.test" },
+      to: { email: "r@rcpt.test" },
+      subject: "Ünïcode subject that is long enough to be folded over more than one header line, surely",
+      html: "<div>\n    <p>indented   html</p>\n</div>",
+      text: "text",
+      headers: { "List-Unsubscribe": "<https://x.test/u>", "X-Custom": "a  b" },
+    });
+    const prep = prepareDkim(msg, { domain: "sender.test", selector: "s1", timeMs: Date.now() });
+    const signed = toWire(msg, dkimHeader(prep, await signer.sign(pem, prep.data)));
+    expect(await verify(signed)).toBe("pass");
+    // A foreign body with runs of spaces, tabs and trailing whitespace takes the slow path.
+    const odd = splitRaw(Buffer.from("From: a@sender.test\r\nTo: r@rcpt.test\r\nSubject: x\r\n\r\nline  one \t\r\n\tline two\r\n\r\n\r\n", "latin1"));
+    const prep2 = prepareDkim(odd, { domain: "sender.test", selector: "s1", timeMs: Date.now() });
+    expect(await verify(toWire(odd, dkimHeader(prep2, await signer.sign(pem, prep2.data))))).toBe("pass");
+    // Tampering breaks it.
+    const tampered = Buffer.from(signed.toString("latin1").replace("indented", "INDENTED"), "latin1");
+    expect(await verify(tampered)).not.toBe("pass");
+  });
+
+  test("the composed message parses back to the same parts", async () => {
+    const html = "<p>Grüße <b>bold</b></p>\n" + "<p>para</p>\n".repeat(100);
+    const msg = toWire(composeAlternative({ messageId: "2@m.test", date: new Date(), from: { email: "a@s.test" }, to: { name: "Zoë", email: "z@r.test" }, subject: "Grüße", html, text: "Grüße bold" }));
+    const p = await simpleParser(msg);
+    expect(p.subject).toBe("Grüße");
+    expect((p.html as string).replace(/\r\n/g, "\n").trim()).toBe(html.trim());
+    expect(p.text!.trim()).toBe("Grüße bold");
+    expect((p.to as { value: { name: string }[] }).value[0]!.name).toBe("Zoë");
+  });
+});
+
+test("recycled message buffers are handed out again", () => {
+  const a = acquireBuffer(30_000);
+  expect(a.length).toBe(30_000);
+  const ab = a.buffer;
+  releaseBuffer(a);
+  const b = acquireBuffer(20_000);
+  expect(b.buffer).toBe(ab);
+  releaseBuffer(b);
+});
+
+test("html to text keeps words and link targets, drops markup", () => {
+  const t = htmlToText('<html><head><style>p{}</style></head><body><h1>Title</h1><p>Hello&nbsp;<b>Ann</b> &amp; co</p><a href="https://x.test/a?b=1&amp;c=2">Read more</a><br><ul><li>one</li><li>two</li></ul></body></html>');
+  expect(t).toContain("Title");
+  expect(t).toContain("Hello Ann & co");
+  expect(t).toContain("Read more (https://x.test/a?b=1&c=2)");
+  expect(t).toContain("* one");
+  expect(t).not.toContain("<");
+  expect(t).not.toContain("p{}");
+});
+
+test("custom headers: injection, reserved names, limits", () => {
+  const r = checkCustomHeaders({ "X-Ok": "fine", "X-Inj": "a\r\nBcc: x@y", From: "x@y", "X Space": "v", "X-Long": "v".repeat(999) });
+  expect(r.headers).toEqual({ "X-Ok": "fine" });
+  const byField = Object.fromEntries(r.errors.map((e) => [e.field, e.code]));
+  expect(byField).toEqual({ "headers.X-Inj": "invalid_string", "headers.From": "reserved_header", "headers.X Space": "invalid_string", "headers.X-Long": "too_big" });
+});
+
+test("SMTP replies: 5xx on the envelope or data bounces, everything else defers", () => {
+  expect(fromSmtpError({ code: "EENVELOPE", command: "RCPT TO", response: "550 5.1.1 unknown", responseCode: 550 }, "rcpt").kind).toBe("bounced");
+  expect(fromSmtpError({ code: "EMESSAGE", command: "DATA", response: "552 too big", responseCode: 552 }, "data").kind).toBe("bounced");
+  expect(fromSmtpError({ code: "EENVELOPE", command: "RCPT TO", response: "451 try later", responseCode: 451 }, "rcpt").kind).toBe("deferred");
+  expect(fromSmtpError({ code: "EAUTH", command: "AUTH PLAIN", response: "535 bad credentials", responseCode: 535 }, "auth").kind).toBe("deferred");
+  expect(fromSmtpError({ code: "ECONNECTION", command: "CONN", response: "554 no service", responseCode: 554 }, "connect").kind).toBe("deferred");
+  const net = fromSmtpError({ code: "ESOCKET", originalCode: "ECONNREFUSED", message: "connect ECONNREFUSED" }, "connect");
+  expect(net).toMatchObject({ kind: "deferred", code: 0 });
+  expect(net.reply).toContain("ECONNREFUSED");
+});
+
+test("relay URLs", () => {
+  expect(parseRelayUrl("smtps://user%40x.test:p%3Ass@relay.test")).toEqual({ host: "relay.test", port: 465, secure: true, auth: { user: "user@x.test", pass: "p:ss" } });
+  expect(parseRelayUrl("smtp://relay.test:2525")).toEqual({ host: "relay.test", port: 2525, secure: false });
+  expect(() => parseRelayUrl("http://relay.test")).toThrow();
+});
