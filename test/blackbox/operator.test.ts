@@ -10,10 +10,20 @@ import { makeApi, spawnServer, startServer, type SpawnedServer } from "../suppor
 import { cookieOf, expectEnvelope, expectOk } from "./support";
 
 const MAIN = join(import.meta.dir, "../../src/main.ts");
-const cli = (args: string[], env: Record<string, string> = {}) => {
+type CliResult = { code: number | null; out: string; err: string };
+const cli = (args: string[], env: Record<string, string> = {}): CliResult => {
   const p = Bun.spawnSync([process.execPath, MAIN, ...args], { env: { ...process.env, ...env } });
   return { code: p.exitCode, out: p.stdout.toString(), err: p.stderr.toString() };
 };
+/** The same, without blocking: independent CLI runs go in parallel (each costs a process start). */
+async function cliAsync(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  const p = Bun.spawn([process.execPath, MAIN, ...args], { env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe" });
+  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  return { code, out, err };
+}
+let version: CliResult;
+let help: CliResult;
+let solo: CliResult;
 
 const HOSTNAME = "mx.operator-bb.example";
 const RATE = 8;
@@ -30,6 +40,12 @@ beforeAll(async () => {
   const r = cli(["user", "create", "--email", "op@operator-bb.example", "--password", "operator password", "--project", "Ops"], { MAILSVC_DB: db });
   if (r.code !== 0) throw new Error(`user create failed: ${r.err}`);
   created = JSON.parse(r.out);
+  const other = join(dir, "other.db");
+  const side = Promise.all([
+    cliAsync(["--version"]),
+    cliAsync(["--help"]),
+    cliAsync(["user", "create", "--email", "solo@operator-bb.example", "--password", "long enough"], { MAILSVC_DB: other }),
+  ]);
   live = await spawnServer({
     MAILSVC_DB: db,
     MAILSVC_DNS_SERVERS: dns.server,
@@ -39,6 +55,7 @@ beforeAll(async () => {
     MAILSVC_RETRY_SCHEDULE: "1s,2s",
     MAILSVC_PUBLIC_URL: "https://mail.operator-bb.example",
   });
+  [version, help, solo] = await side;
 });
 afterAll(async () => {
   if (live && live.proc.exitCode === null) await live.kill("SIGTERM");
@@ -48,14 +65,14 @@ afterAll(async () => {
 
 describe("mailsvc CLI", () => {
   test("--version prints the version that GET /config reports", async () => {
-    const r = cli(["--version"]);
+    const r = version;
     expect(r.code).toBe(0);
     const cfg = await makeApi(live.url)("/config");
     expect(r.out).toContain(cfg.body.version);
   });
 
   test("--help lists the commands", () => {
-    const r = cli(["--help"]);
+    const r = help;
     expect(r.code).toBe(0);
     for (const c of ["serve", "migrate", "backup", "user create"]) expect(r.out).toContain(c);
   });
@@ -69,15 +86,19 @@ describe("mailsvc CLI", () => {
     expect(typeof created.project.id).toBe("string");
   });
 
-  test("user create without --project prints only the user; a taken email or a short password fails", () => {
+  test("user create without --project prints only the user; a taken email or a short password fails", async () => {
     const other = join(dir, "other.db");
-    const r = cli(["user", "create", "--email", "solo@operator-bb.example", "--password", "long enough"], { MAILSVC_DB: other });
+    const r = solo;
     expect(r.code).toBe(0);
     const out = JSON.parse(r.out);
     expect(out.user.email).toBe("solo@operator-bb.example");
     expect(out.project).toBeUndefined();
-    expect(cli(["user", "create", "--email", "solo@operator-bb.example", "--password", "long enough"], { MAILSVC_DB: other }).code).not.toBe(0);
-    expect(cli(["user", "create", "--email", "short@operator-bb.example", "--password", "short"], { MAILSVC_DB: other }).code).not.toBe(0);
+    const [taken, short] = await Promise.all([
+      cliAsync(["user", "create", "--email", "solo@operator-bb.example", "--password", "long enough"], { MAILSVC_DB: other }),
+      cliAsync(["user", "create", "--email", "short@operator-bb.example", "--password", "short"], { MAILSVC_DB: other }),
+    ]);
+    expect(taken.code).not.toBe(0);
+    expect(short.code).not.toBe(0);
   });
 });
 

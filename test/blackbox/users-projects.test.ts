@@ -258,8 +258,9 @@ describe("members", () => {
   let owner: Account;
   let member: Account;
   beforeAll(async () => {
-    owner = await createAccount(srv.api, "Team");
-    member = await createAccount(srv.api, "Member's own");
+    // A new project of `main` (its only member), and `stranger` (a user with a project of their own) to invite.
+    owner = await newProject(srv.api, main, "Team");
+    member = stranger;
   });
 
   test("invite an existing user by email (role MEMBER by default); the list shows both", async () => {
