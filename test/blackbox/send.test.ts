@@ -150,6 +150,41 @@ describe.skipIf(!READY)("POST /v1/send: request and response", () => {
     expectOk(await send(basic(rcpt(), { headers: { "X-Long": "v".repeat(998) } })));
   });
 
+  test("10 attachments are accepted and arrive; an attachment total over 10 MB is refused (413/422)", async () => {
+    const to = rcpt("att");
+    const ten = Array.from({ length: 10 }, (_, i) => ({ filename: `f${i}.txt`, content: Buffer.from(`file ${i}`).toString("base64"), contentType: "text/plain" }));
+    expectOk(await send(basic(to, { attachments: ten })));
+    const parsed = await (await messageFor(to)).parse();
+    expect(parsed.attachments.map((a) => a.filename).sort()).toEqual(ten.map((a) => a.filename).sort());
+    expect(parsed.attachments.find((a) => a.filename === "f3.txt")!.content.toString()).toBe("file 3");
+    const six = Buffer.alloc(6 * 1024 * 1024, 7).toString("base64");
+    const big = [
+      { filename: "a.bin", content: six, contentType: "application/octet-stream" },
+      { filename: "b.bin", content: six, contentType: "application/octet-stream" },
+    ];
+    const res = await send(basic(rcpt(), { attachments: big }));
+    expect([413, 422]).toContain(res.status);
+    expectEnvelope(res, res.status);
+  });
+
+  test("header injection is rejected: CR/LF in a recipient or sender name, overriding From/Bcc via headers", async () => {
+    expectValidation(await send(basic({ name: "A\r\nBcc: victim@x.example", email: rcpt() })));
+    expectValidation(await send(basic(rcpt(), { from: { name: "X\r\nBcc: victim@x.example", email: FROM } })));
+    expectValidation(await send(basic(rcpt(), { headers: { Bcc: "victim@x.example" } })));
+    expectValidation(await send(basic(rcpt(), { headers: { From: "ceo@bank.example" } })));
+  });
+
+  test("a variable with CR/LF in the subject cannot add headers (line breaks are stripped)", async () => {
+    const to = rcpt("inj");
+    expectOk(await send(basic(to, { subject: "Hi {{n}}", data: { n: "a\r\nBcc: victim@x.example" } })));
+    const m = await messageFor(to);
+    const parsed = await m.parse();
+    expect(parsed.headers.has("bcc")).toBe(false);
+    expect(parsed.subject).not.toMatch(/[\r\n]/);
+    expect(m.to).toEqual([to]);
+    expect(sink.byRecipient("victim@x.example")).toEqual([]);
+  });
+
   test("more than 10 attachments is 422", async () => {
     const att = Array.from({ length: 11 }, (_, i) => ({ filename: `f${i}.txt`, content: Buffer.from("hi").toString("base64") }));
     expectValidation(await send(basic(rcpt(), { attachments: att })));
