@@ -29,7 +29,7 @@ export function openStore(path: string): Store {
   sqlite.exec("PRAGMA foreign_keys = ON");
   sqlite.exec("PRAGMA busy_timeout = 5000");
   sqlite.exec("PRAGMA temp_store = MEMORY");
-  sqlite.exec("PRAGMA cache_size = -65536");
+  sqlite.exec("PRAGMA cache_size = -16384");
   // Checkpoints run in a worker thread (see checkpointer.ts); the writer's own auto-checkpoint is the safety net.
   const checkpointer = path === ":memory:" ? null : startCheckpointer(path);
   sqlite.exec(`PRAGMA wal_autocheckpoint = ${checkpointer ? 20000 : 2000}`);

@@ -125,7 +125,7 @@ export class Outbox {
   private lastSweep = 0;
   private pending: PendingOutcome[] = [];
   private flushing: Promise<void> | null = null;
-  private flushScheduled = false;
+  private flushTimer: ReturnType<typeof setTimeout> | null = null;
   private processing = new Set<Promise<void>>();
 
   constructor(
@@ -361,14 +361,18 @@ export class Outbox {
   private settle(row: ClaimedEmail, o: Omit<PendingOutcome, "resolve" | "reject">): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.pending.push({ ...o, resolve, reject });
-      if (!this.flushScheduled) {
-        // Group commit: outcomes arriving within a couple of milliseconds share one transaction
-        // (each connection waits for its own, so this is also each connection's pause per message).
-        this.flushScheduled = true;
-        setTimeout(() => {
-          this.flushScheduled = false;
+      if (this.flushTimer && this.dispatcher.onWire === 0) {
+        // Every connection is waiting for this commit: no further outcome will come, commit now.
+        clearTimeout(this.flushTimer);
+        this.flushTimer = null;
+        void this.flush();
+      } else if (!this.flushTimer) {
+        // Group commit: outcomes arriving within a few milliseconds share one transaction (each
+        // connection waits for its own, so this is also each connection's pause per message).
+        this.flushTimer = setTimeout(() => {
+          this.flushTimer = null;
           void this.flush();
-        }, this.opts.groupCommitMs);
+        }, this.dispatcher.onWire === 0 ? 0 : this.opts.groupCommitMs);
       }
     }).finally(() => {
       this.inflight.delete(row.id);

@@ -117,6 +117,7 @@ class Destination {
         const failed = this.queue.splice(0);
         await Promise.all(failed.map((del) => del.done(res.result, { host: res.host, secure: false, ms: 0 }).catch(() => {})));
       }
+      this.forgetIfUnused();
       return;
     }
     await this.run(res.client);
@@ -181,6 +182,7 @@ class Destination {
           this.idle.splice(i, 1);
           this.connections--;
           client.close();
+          this.forgetIfUnused();
         }
       }, this.d.idleMs);
       (timer as { unref?: () => void }).unref?.();
@@ -190,6 +192,12 @@ class Destination {
     client.close();
     this.connections--;
     if (this.queue.length) this.pump();
+    else this.forgetIfUnused();
+  }
+
+  /** A destination with no session and nothing queued leaves the dispatcher's map (one per MX set ever seen otherwise). */
+  private forgetIfUnused() {
+    if (this.connections === 0 && this.opening === 0 && !this.queue.length) this.d.forget(this);
   }
 
   closeIdle() {
@@ -237,6 +245,17 @@ export class Dispatcher {
       this.destinations.set(key, dest);
     } else if (hosts) dest.hosts = hosts;
     return dest;
+  }
+
+  forget(dest: Destination): void {
+    if (this.destinations.get(dest.key) === dest) this.destinations.delete(dest.key);
+  }
+
+  /** Messages on the wire right now (their outcome is still to come). */
+  get onWire(): number {
+    let n = 0;
+    for (const d of this.destinations.values()) n += d.active;
+    return n;
   }
 
   /** Messages queued but not yet on the wire. */

@@ -97,6 +97,18 @@ describe("outbox", () => {
     expect(r.mx_host).toBe("amx.test");
   });
 
+  test("MX hosts are tried in priority order: an unreachable first host falls through to the next", async () => {
+    env.dns.set("two.test", "MX", [
+      { exchange: "backup.two.test", priority: 20 },
+      { exchange: "primary.two.test", priority: 5 },
+    ]);
+    env.dns.set("primary.two.test", "A", ["127.0.0.2"]); // nothing listens there
+    env.dns.set("backup.two.test", "A", ["127.0.0.1"]);
+    const [id] = await enqueueDirect(env.srv, env.acct.projectId, content, [{ email: "x@two.test" }]);
+    const row = await waitForStatus(env.srv, id!, "DELIVERED");
+    expect(row.mx_host).toBe("backup.two.test");
+  });
+
   test("an unreachable MX defers (network error, no reply code)", async () => {
     env.dns.set("down.test", "MX", [{ exchange: "mx.down.test", priority: 10 }]);
     env.dns.set("mx.down.test", "A", ["127.0.0.2"]);

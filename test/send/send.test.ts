@@ -213,6 +213,10 @@ describe("POST /v1/send refuses", () => {
     await expect422({ ...base, to: [] }, "to");
   });
 
+  test("data keys that cannot be stored", async () => {
+    await expect422({ ...base, data: { 'bad"key': 1 } }, 'data.bad"key', "invalid_key");
+  });
+
   test("header injection, reserved headers and over-long values", async () => {
     await expect422({ ...base, headers: { "X-Ok": "fine\r\nBcc: evil@x.test" } }, "headers.X-Ok", "invalid_string");
     await expect422({ ...base, headers: { "X-Bad\nName": "v" } });

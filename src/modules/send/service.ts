@@ -2,6 +2,7 @@
 // content, one email row per recipient) in ONE transaction, then handed to the outbox.
 import { iso } from "../../clock";
 import type { AppContext } from "../../context";
+import { dataErrors } from "../../audience/data-rules";
 import { upsertContactRaw } from "../../audience/raw";
 import { notifyEvents, type RecordedEvent } from "../../audience/events";
 import { payloadTooLarge, validationError, type FieldError } from "../../http/errors";
@@ -87,6 +88,7 @@ function validate(input: SendInput) {
     } else from = { name: input.from.name?.trim() || null, email: input.from.email.trim().toLowerCase() };
   }
   if (input.reply && !isValidEmail(input.reply.trim())) errors.push({ field: "reply", message: "Invalid reply-to email address", code: "invalid_string", received: input.reply });
+  errors.push(...dataErrors(input.data));
   const headers = input.headers ? checkCustomHeaders(input.headers) : { headers: {}, errors: [] };
   errors.push(...headers.errors);
   let attachmentBytes = 0;
