@@ -4,7 +4,7 @@
 import { sql } from "kysely";
 import type { AppContext } from "../context";
 import { notifyEvents, recordEvent, setSubscribed, type RecordedEvent } from "./deps";
-import { enforceReputation } from "./reputation";
+import { checkReputationSoon } from "./reputation";
 import type { EventRow } from "./outbox-store";
 
 export interface BounceWrite {
@@ -54,17 +54,5 @@ export async function recordBounces(ctx: AppContext, now: number, items: { bounc
     }
   });
   await notifyEvents(ctx, recorded);
-  for (const projectId of new Set(items.map((i) => i.bounce.projectId))) if (projectId && dueForCheck(ctx, projectId)) await enforceReputation(ctx, projectId);
-}
-
-/** The reputation query scans the project's 30-day window: at most once per 10 s per project. */
-const lastChecks = new WeakMap<AppContext, Map<string, number>>();
-function dueForCheck(ctx: AppContext, projectId: string): boolean {
-  let m = lastChecks.get(ctx);
-  if (!m) lastChecks.set(ctx, (m = new Map()));
-  const now = ctx.clock.now();
-  if ((m.get(projectId) ?? -Infinity) > now - 10_000) return false;
-  m.set(projectId, now);
-  if (m.size > 10_000) m.clear();
-  return true;
+  for (const projectId of new Set(items.map((i) => i.bounce.projectId))) if (projectId) await checkReputationSoon(ctx, projectId);
 }

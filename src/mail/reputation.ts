@@ -71,3 +71,35 @@ export async function enforceReputation(ctx: AppContext, projectId: string): Pro
   ctx.log.warn("project disabled for its sending reputation", { projectId, ...r, suspensions: undefined });
   return true;
 }
+
+export const REPUTATION_JOB = "reputation.check";
+const CHECK_EVERY_MS = 10_000;
+
+/** The reputation query scans the project's 30-day window: at most once per 10 s per project. */
+const lastChecks = new WeakMap<AppContext, Map<string, number>>();
+
+/**
+ * Checks now when the project was not checked in the last 10 s; otherwise queues one durable check
+ * for when the 10 s are over (deduplicated), so a burst of bounces is never left unchecked.
+ */
+export async function checkReputationSoon(ctx: AppContext, projectId: string): Promise<void> {
+  let m = lastChecks.get(ctx);
+  if (!m) lastChecks.set(ctx, (m = new Map()));
+  const now = ctx.clock.now();
+  const last = m.get(projectId) ?? -Infinity;
+  if (last <= now - CHECK_EVERY_MS) {
+    m.set(projectId, now);
+    if (m.size > 10_000) m.clear();
+    await enforceReputation(ctx, projectId);
+    return;
+  }
+  await ctx.jobs.enqueue(REPUTATION_JOB, { projectId }, { projectId, runAt: last + CHECK_EVERY_MS, dedupeKey: `${REPUTATION_JOB}:${projectId}`, maxAttempts: 3 });
+}
+
+export function registerReputationJob(ctx: AppContext): void {
+  ctx.jobs.register(REPUTATION_JOB, async (job) => {
+    const projectId = (job.payload as { projectId: string }).projectId;
+    lastChecks.get(ctx)?.set(projectId, ctx.clock.now());
+    return { disabled: await enforceReputation(ctx, projectId) };
+  });
+}

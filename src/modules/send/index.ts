@@ -1,6 +1,6 @@
 import type { ModuleDef } from "../module";
 import { outboxFor } from "../../mail/outbox";
-import { reputation } from "../../mail/reputation";
+import { registerReputationJob, reputation } from "../../mail/reputation";
 import { sendAccountEmail } from "./account-email";
 import { sendRoutes } from "./routes";
 
@@ -10,6 +10,7 @@ export const sendModule: ModuleDef = {
   routes: sendRoutes,
   install(ctx) {
     ctx.hooks.sendAccountEmail = sendAccountEmail;
+    registerReputationJob(ctx);
     ctx.hooks.security = (c, projectId) => reputation(c, projectId) as unknown as Promise<Record<string, unknown>>;
   },
   async start(ctx) {
