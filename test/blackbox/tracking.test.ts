@@ -105,15 +105,30 @@ describe.skipIf(!READY)("open and click tracking (default ENABLED)", () => {
     const { html } = await sendAndReceive(`<a href="${LANDING}">x</a>`);
     const link = hrefs(html).find(ours)!;
     const u = new URL(link);
-    // Flip one character of the last path segment and of every query value.
-    const flip = (s: string) => (s.length ? s.slice(0, -1) + (s.endsWith("A") ? "B" : "A") : s);
-    const parts = u.pathname.split("/");
-    parts[parts.length - 1] = flip(parts[parts.length - 1]!);
-    u.pathname = parts.join("/");
-    for (const [k, v] of [...u.searchParams]) u.searchParams.set(k, flip(v));
-    const res = await fetch(u, { redirect: "manual" });
-    expect(res.status).toBeGreaterThanOrEqual(400);
-    expect(res.headers.get("location")).toBeNull();
+    const segs = u.pathname.split("/");
+    const token = segs[segs.length - 1]!;
+    const swap = (t: string, i: number) => t.slice(0, i) + (t[i] === "A" ? "B" : "A") + t.slice(i + 1);
+    const variants: string[] = [
+      swap(token, Math.floor(token.length / 4)), // inside the signed part
+      swap(token, token.length - 6), // inside the signature
+    ];
+    // The real attack: the same signature on a payload naming another site.
+    const dot = token.lastIndexOf(".");
+    if (dot > 0) {
+      const body = Buffer.from(token.slice(0, dot), "base64url").toString("utf8");
+      if (body.includes("landing.bb.example")) {
+        const evil = Buffer.from(body.replace("landing.bb.example", "evil.example")).toString("base64url");
+        variants.push(`${evil}.${token.slice(dot + 1)}`);
+      }
+    }
+    for (const v of variants) {
+      const bad = new URL(link);
+      bad.pathname = [...segs.slice(0, -1), v].join("/");
+      const res = await fetch(bad, { redirect: "manual" });
+      await res.arrayBuffer();
+      expect(res.status).toBeGreaterThanOrEqual(400);
+      expect(res.headers.get("location")).toBeNull();
+    }
   });
 
   test("opens and clicks are recorded as email.open / email.click events on the contact", async () => {
@@ -177,10 +192,38 @@ describe.skipIf(!READY)("signed subscription links ({{unsubscribeUrl}}, {{subscr
     expect(names).toContain("contact.unsubscribed");
   });
 
+  test("the subscribe link resubscribes (POST); the manage link shows a page", async () => {
+    const { to, html } = await sendAndReceive('<a href="{{subscribeUrl}}">Subscribe</a> <a href="{{manageUrl}}">Manage</a>', { subscribed: false });
+    const [sub, manage] = hrefs(html).filter(ours);
+    expect(sub).toBeDefined();
+    expect(manage).toBeDefined();
+    const resolve = async (u: string) => {
+      const r = await fetch(u, { redirect: "manual" });
+      await r.arrayBuffer();
+      const loc = r.headers.get("location");
+      return loc && r.status >= 300 && r.status < 400 ? new URL(loc, u).toString() : u;
+    };
+    const page = await fetch(await resolve(manage!));
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type") ?? "").toContain("text/html");
+    await page.text();
+    const before = (await srv.api("/contacts/lookup", { key: acc.secretKey, body: { emails: [to] } })).body.found[0];
+    expect(before.subscribed).toBe(false);
+    const post = await fetch(await resolve(sub!), { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "" });
+    expect(post.status).toBeLessThan(400);
+    await post.arrayBuffer();
+    const after = await eventually(
+      async () => (await srv.api("/contacts/lookup", { key: acc.secretKey, body: { emails: [to] } })).body.found[0],
+      (c: any) => c.subscribed === true,
+    );
+    expect(after.subscribed).toBe(true);
+  });
+
   test("a tampered unsubscribe link changes nothing", async () => {
     const { to, html } = await sendAndReceive('<a href="{{unsubscribeUrl}}">Unsubscribe</a>', { subscribed: true });
     const link = hrefs(html).find(ours)!;
-    const bad = link.slice(0, -2) + (link.endsWith("AA") ? "BB" : "AA");
+    const i = link.length - 8;
+    const bad = link.slice(0, i) + (link[i] === "A" ? "B" : "A") + link.slice(i + 1);
     const res = await fetch(bad, { method: "POST", redirect: "manual" });
     expect(res.status).toBeGreaterThanOrEqual(400);
     const found = (await srv.api("/contacts/lookup", { key: acc.secretKey, body: { emails: [to] } })).body.found[0];
