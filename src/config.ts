@@ -13,6 +13,11 @@ export interface Config {
   mxPort: number;
   smtpRelay?: string;
   inboundSmtpPort: number;
+  /** PEM files of the inbound listener's certificate; STARTTLS is offered only when both are set. */
+  inboundTlsCert?: string;
+  inboundTlsKey?: string;
+  /** Largest inbound message accepted (SIZE), in bytes. */
+  inboundMaxBytes: number;
   systemFrom?: string;
   rateLimit: number;
   idempotencyTtlHours: number;
@@ -64,6 +69,9 @@ export const OPTIONS: Option[] = [
   { key: "mxPort", env: "MAILSVC_MX_PORT", flag: "--mx-port", help: "port used when delivering to an MX host", parse: int("mx port") },
   { key: "smtpRelay", env: "MAILSVC_SMTP_RELAY", flag: "--smtp-relay", help: "smtp[s]://user:pass@host:port relay for all outbound mail", parse: str },
   { key: "inboundSmtpPort", env: "MAILSVC_INBOUND_SMTP_PORT", flag: "--inbound-smtp-port", help: "inbound SMTP listener port (0 = off)", parse: int("inbound smtp port") },
+  { key: "inboundTlsCert", env: "MAILSVC_INBOUND_TLS_CERT", flag: "--inbound-tls-cert", help: "PEM certificate (chain) file for inbound STARTTLS", parse: str },
+  { key: "inboundTlsKey", env: "MAILSVC_INBOUND_TLS_KEY", flag: "--inbound-tls-key", help: "PEM private key file for inbound STARTTLS", parse: str },
+  { key: "inboundMaxBytes", env: "MAILSVC_INBOUND_MAX_BYTES", flag: "--inbound-max-bytes", help: "largest inbound message accepted, in bytes", parse: int("inbound max bytes") },
   { key: "systemFrom", env: "MAILSVC_SYSTEM_FROM", flag: "--system-from", help: "sender of account emails", parse: str },
   { key: "rateLimit", env: "MAILSVC_RATE_LIMIT", flag: "--rate-limit", help: "API requests per minute per project", parse: int("rate limit") },
   { key: "idempotencyTtlHours", env: "MAILSVC_IDEMPOTENCY_TTL_HOURS", flag: "--idempotency-ttl-hours", help: "how long an Idempotency-Key is remembered", parse: int("idempotency ttl") },
@@ -86,6 +94,7 @@ function defaults(): Omit<Config, "publicUrl"> & { publicUrl?: string } {
     dnsServers: [],
     mxPort: 25,
     inboundSmtpPort: 0,
+    inboundMaxBytes: 50 * 1024 * 1024,
     rateLimit: 1000,
     idempotencyTtlHours: 24,
     domainCheckIntervalMs: 5 * 60_000,

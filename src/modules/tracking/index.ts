@@ -1,4 +1,45 @@
+import type { AppContext } from "../../context";
+import { startInboundServer, type InboundServer } from "../../mail/inbound/server";
+import { loadTokenSecret } from "../../mail/tokens";
+import { deleteProjectLinks } from "../../mail/tracked-links";
 import type { ModuleDef } from "../module";
+import { handleInbound, routeRecipient, type Route } from "./inbound";
+import { trackingRoutes } from "./routes";
 
-// Placeholder: this module is filled in by its issue.
-export const trackingModule: ModuleDef = { name: "tracking" };
+const listeners = new WeakMap<AppContext, InboundServer>();
+
+/** The inbound listener of a running instance (tests read its port). */
+export const inboundServerOf = (ctx: AppContext) => listeners.get(ctx);
+
+export const trackingModule: ModuleDef = {
+  name: "tracking",
+  routes: trackingRoutes,
+  async install(ctx) {
+    await loadTokenSecret(ctx);
+    ctx.hooks.resetProject.push((c, projectId) => deleteProjectLinks(c, projectId));
+  },
+  async start(ctx) {
+    const c = ctx.config;
+    if (!(c.inboundSmtpPort > 0)) return;
+    if (!!c.inboundTlsCert !== !!c.inboundTlsKey) {
+      ctx.log.warn("inbound: STARTTLS needs both MAILSVC_INBOUND_TLS_CERT and MAILSVC_INBOUND_TLS_KEY; starting without it");
+    }
+    const server = await startInboundServer<Route>({
+      port: c.inboundSmtpPort,
+      host: c.host,
+      name: c.hostname,
+      maxBytes: c.inboundMaxBytes,
+      tls: c.inboundTlsCert && c.inboundTlsKey ? { certFile: c.inboundTlsCert, keyFile: c.inboundTlsKey } : undefined,
+      log: ctx.log,
+      route: (address) => routeRecipient(ctx, address),
+      handle: (msg) => handleInbound(ctx, msg),
+    });
+    listeners.set(ctx, server);
+    ctx.log.info("inbound SMTP listening", { port: server.port, starttls: !!(c.inboundTlsCert && c.inboundTlsKey) });
+  },
+  async stop(ctx) {
+    const s = listeners.get(ctx);
+    listeners.delete(ctx);
+    await s?.close();
+  },
+};

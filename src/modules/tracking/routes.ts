@@ -1,0 +1,167 @@
+// Public endpoints of the feedback loop (no API key: the signed token is the authority).
+//   GET  /t/o/:token            open pixel (1x1 GIF)
+//   GET  /t/c/:token            click redirect (302 to the signed original URL)
+//   GET  /unsubscribe/:token    confirm page;  POST unsubscribes (form or RFC 8058 one-click)
+//   GET  /subscribe/:token      confirm page;  POST subscribes
+//   GET  /manage/:token         preferences;   POST subscribed=true|false
+//   POST /webhooks/sns          Amazon SES notifications through SNS (signature verified)
+// A token that does not verify is 404 (JSON envelope for pixel/redirect, an HTML page for pages).
+import { Elysia, t } from "elysia";
+import type { AppContext } from "../../context";
+import { badRequest, forbidden, notFound } from "../../http/errors";
+import { readClickToken, readOpenToken } from "../../mail/tokens";
+import { resolveClick } from "../../mail/tracked-links";
+import { PATHS } from "../../mail/tracking";
+import { recordClick, recordOpen } from "./engagement";
+import * as pages from "./pages";
+import { handleSns } from "./sns";
+import { changeSubscription, loadSubscription, type SubscriptionState } from "./subscriptions";
+
+const PIXEL = Buffer.from("R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7", "base64");
+const NO_STORE = "no-store, no-cache, must-revalidate, max-age=0, private";
+const TokenParams = t.Object({ token: t.String({ minLength: 1, maxLength: 8192 }) });
+
+function html(status: number, body: string): Response {
+  return new Response(body, {
+    status,
+    headers: {
+      "content-type": "text/html; charset=utf-8",
+      "cache-control": NO_STORE,
+      "referrer-policy": "no-referrer",
+      "x-robots-tag": "noindex, nofollow",
+      "x-content-type-options": "nosniff",
+      "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    },
+  });
+}
+
+/** Reads a small form body whatever its encoding (urlencoded, multipart, text). */
+async function formFields(request: Request): Promise<URLSearchParams> {
+  const type = request.headers.get("content-type") ?? "";
+  try {
+    if (type.startsWith("multipart/form-data")) {
+      const fd = await request.formData();
+      const out = new URLSearchParams();
+      for (const [k, v] of fd.entries()) if (typeof v === "string") out.append(k, v);
+      return out;
+    }
+    const text = await request.text();
+    return new URLSearchParams(text.length > 10_000 ? "" : text);
+  } catch {
+    return new URLSearchParams();
+  }
+}
+
+export function trackingRoutes(ctx: AppContext) {
+  const linksOf = (s: SubscriptionState, token: string) => {
+    const base = ctx.config.publicUrl;
+    return { unsubscribeUrl: base + PATHS.unsubscribe + token, subscribeUrl: base + PATHS.subscribe + token, manageUrl: base + PATHS.manage + token };
+  };
+  const safely = async (what: string, fn: () => Promise<unknown>) => {
+    try {
+      await fn();
+    } catch (err) {
+      // Never let bookkeeping break the recipient's image or link.
+      ctx.log.error(`tracking: ${what} not recorded`, { error: String((err as Error)?.stack ?? err) });
+    }
+  };
+
+  const formPaths = [PATHS.unsubscribe, PATHS.subscribe, PATHS.manage];
+  return new Elysia()
+    .onRequest(({ request }) => {
+      // The app-wide parser reads a body without Content-Type as JSON (curl -d). A one-click POST
+      // without one (RFC 8058 senders, bare HTTP clients) is a form: label it before parsing.
+      if (request.method !== "POST" || request.headers.has("content-type")) return;
+      const path = new URL(request.url).pathname;
+      if (formPaths.some((p) => path.startsWith(p))) request.headers.set("content-type", "application/x-www-form-urlencoded");
+    })
+    .get(
+      `${PATHS.open}:token`,
+      async ({ params }) => {
+        const tok = readOpenToken(ctx, params.token);
+        if (!tok) throw notFound("Tracking link");
+        await safely("open", () => recordOpen(ctx, tok.emailId));
+        return new Response(PIXEL, { headers: { "content-type": "image/gif", "cache-control": NO_STORE, "content-length": String(PIXEL.length) } });
+      },
+      { params: TokenParams },
+    )
+    .get(
+      `${PATHS.click}:token`,
+      async ({ params }) => {
+        const tok = readClickToken(ctx, params.token);
+        const link = tok ? await resolveClick(ctx, tok.emailId, tok.linkKey) : null;
+        if (!tok || !link || !/^https?:\/\//i.test(link.url)) throw notFound("Tracking link");
+        await safely("click", () => recordClick(ctx, tok.emailId, link.url));
+        return new Response(null, { status: 302, headers: { location: link.url, "cache-control": NO_STORE, "referrer-policy": "no-referrer" } });
+      },
+      { params: TokenParams },
+    )
+    .get(
+      `${PATHS.unsubscribe}:token`,
+      async ({ params }) => {
+        const s = await loadSubscription(ctx, params.token);
+        return s ? html(200, pages.unsubscribePage(s, linksOf(s, params.token))) : html(404, pages.invalidLinkPage());
+      },
+      { params: TokenParams },
+    )
+    .post(
+      `${PATHS.unsubscribe}:token`,
+      async ({ params, body }) => {
+        // RFC 8058: a POST with List-Unsubscribe=One-Click unsubscribes at once; so does the page's form.
+        const fields = body as URLSearchParams;
+        const oneClick = fields.get("List-Unsubscribe") === "One-Click";
+        const s = await changeSubscription(ctx, params.token, false, oneClick ? "one-click" : "unsubscribe-page");
+        return s ? html(200, pages.unsubscribedPage(s, linksOf(s, params.token))) : html(404, pages.invalidLinkPage());
+      },
+      { params: TokenParams, parse: ({ request }) => formFields(request) },
+    )
+    .get(
+      `${PATHS.subscribe}:token`,
+      async ({ params }) => {
+        const s = await loadSubscription(ctx, params.token);
+        return s ? html(200, pages.subscribePage(s, linksOf(s, params.token))) : html(404, pages.invalidLinkPage());
+      },
+      { params: TokenParams },
+    )
+    .post(
+      `${PATHS.subscribe}:token`,
+      async ({ params }) => {
+        const s = await changeSubscription(ctx, params.token, true, "subscribe-page");
+        return s ? html(200, pages.subscribedPage(s, linksOf(s, params.token))) : html(404, pages.invalidLinkPage());
+      },
+      { params: TokenParams, parse: ({ request }) => formFields(request) },
+    )
+    .get(
+      `${PATHS.manage}:token`,
+      async ({ params }) => {
+        const s = await loadSubscription(ctx, params.token);
+        return s ? html(200, pages.managePage(s)) : html(404, pages.invalidLinkPage());
+      },
+      { params: TokenParams },
+    )
+    .post(
+      `${PATHS.manage}:token`,
+      async ({ params, body }) => {
+        const fields = body as URLSearchParams;
+        const v = fields.get("subscribed");
+        if (v !== "true" && v !== "false") {
+          const s = await loadSubscription(ctx, params.token);
+          return s ? html(400, pages.managePage(s)) : html(404, pages.invalidLinkPage());
+        }
+        const s = await changeSubscription(ctx, params.token, v === "true", "manage-page");
+        return s ? html(200, pages.managePage(s, true)) : html(404, pages.invalidLinkPage());
+      },
+      { params: TokenParams, parse: ({ request }) => formFields(request) },
+    )
+    .post(
+      "/webhooks/sns",
+      async ({ body }) => {
+        const r = await handleSns(ctx, body);
+        if (r.status === 400) throw badRequest(`Not a valid SNS message: ${r.outcome}`);
+        if (r.status === 403) throw forbidden("SNS message signature could not be verified");
+        return { success: true, outcome: r.outcome };
+      },
+      // SNS posts JSON labelled text/plain: read the text whatever the label says.
+      { parse: async ({ request }) => (request.headers.get("content-length") === "0" ? "" : (await request.text()).slice(0, 256 * 1024)) },
+    );
+}
