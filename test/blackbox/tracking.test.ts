@@ -7,7 +7,7 @@ import { addVerifiedDomain } from "../domains/support";
 import { startDns, type TestDns } from "../support/dns";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
 import { startSmtpSink, type SmtpSink } from "../support/smtp-sink";
-import { expectOk } from "./support";
+import { expectOk, newProject } from "./support";
 
 // Written from the spec before tracking and /v1/send reached main: runs once both exist.
 const READY =
@@ -128,6 +128,45 @@ describe.skipIf(!READY)("open and click tracking (default ENABLED)", () => {
       await res.arrayBuffer();
       expect(res.status).toBeGreaterThanOrEqual(400);
       expect(res.headers.get("location")).toBeNull();
+    }
+  });
+
+  test("a click link cannot be re-pointed at another project's URL (token of one, link part of the other)", async () => {
+    const other = await newProject(srv.api, acc, "Tracking other");
+    await addVerifiedDomain(srv.api, dns, other, "track-other.bb.example");
+    const mine = hrefs((await sendAndReceive(`<a href="${LANDING}">x</a>`)).html).find(ours)!;
+    const to = rcpt();
+    expectOk(
+      await srv.api("/v1/send", {
+        key: other.secretKey,
+        body: { to, from: "a@track-other.bb.example", subject: "s", body: '<a href="https://evil.example/phish">x</a>' },
+      }),
+    );
+    let theirs: string | undefined;
+    for (let i = 0; i < 250 && !theirs; i++) {
+      const m = sink.byRecipient(to);
+      if (m.length) theirs = hrefs(String((await m[0]!.parse()).html || "")).find(ours);
+      else {
+        await srv.drainJobs();
+        await Bun.sleep(20);
+      }
+    }
+    expect(theirs).toBeDefined();
+    const last = (u: string) => new URL(u).pathname.split("/").pop()!;
+    const [mineTok, theirTok] = [last(mine), last(theirs!)];
+    // Mix the parts (split at the last dot, whatever the token format) and check no mix lands on evil.example.
+    const mixes = new Set<string>();
+    const cut = (t: string) => [t.slice(0, t.lastIndexOf(".")), t.slice(t.lastIndexOf(".") + 1)];
+    const [m1, m2] = cut(mineTok);
+    const [t1, t2] = cut(theirTok);
+    mixes.add(`${m1}.${t2}`);
+    mixes.add(`${t1}.${m2}`);
+    for (const mix of mixes) {
+      const u = new URL(mine);
+      u.pathname = [...u.pathname.split("/").slice(0, -1), mix].join("/");
+      const res = await fetch(u, { redirect: "manual" });
+      await res.arrayBuffer();
+      expect(res.headers.get("location") ?? "").not.toContain("evil.example");
     }
   });
 
