@@ -9,7 +9,7 @@ import { htmlToText } from "./html-text";
 import type { ClaimedEmail, ContentRow } from "./outbox-store";
 import { systemSigningProject } from "./outbox-store";
 import type { Signer } from "./signer";
-import type { MailType } from "./tracking";
+import { usesUnsubscribeUrl, type MailType } from "./tracking";
 
 export interface BuiltMessage {
   raw: Buffer;
@@ -51,7 +51,6 @@ export function envelopeFromFor(emailId: string, fromEmail: string): string {
   return `bounces+${emailId}@${bounceDomainFor(domainOf(fromEmail))}`;
 }
 
-const usesUnsubscribeUrl = (src: string) => /\{\{\{?\s*unsubscribeUrl\b/.test(src);
 
 /**
  * The plain-text part when the content has none: the HTML *template* converted to a text template
