@@ -1,0 +1,168 @@
+// Black-box: asynchronous bounces (DSN) and complaints (ARF) arriving on MAILSVC_INBOUND_SMTP_PORT at the
+// Return-Path of a message we sent (decisions.md "Delivery, events, tracking").
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import SMTPConnection from "nodemailer/lib/smtp-connection";
+import { addVerifiedDomain } from "../domains/support";
+import { startDns, type TestDns } from "../support/dns";
+import { createAccount, freeTcpPort, startServer, type Account, type TestServer } from "../support/server";
+import { startSmtpSink, type SinkMessage, type SmtpSink } from "../support/smtp-sink";
+import { expectOk } from "./support";
+
+// Written from decisions.md before inbound mail and /v1/send reached main: runs once both exist.
+const READY =
+  existsSync(join(import.meta.dir, "../../src/modules/send/routes.ts")) && existsSync(join(import.meta.dir, "../../src/modules/tracking/routes.ts"));
+
+const FROM = "hello@in.bb.example";
+const RCPT_DOMAIN = "far-bb.example";
+
+let srv: TestServer;
+let dns: TestDns;
+let sink: SmtpSink;
+let acc: Account;
+let inboundPort: number;
+
+beforeAll(async () => {
+  if (!READY) return;
+  dns = await startDns();
+  dns.mailDomain(RCPT_DOMAIN);
+  sink = await startSmtpSink();
+  inboundPort = await freeTcpPort();
+  srv = await startServer({ config: { dnsServers: [dns.server], mxPort: sink.port, inboundSmtpPort: inboundPort } });
+  acc = await createAccount(srv.api, "BB inbound");
+  await addVerifiedDomain(srv.api, dns, acc, "in.bb.example");
+});
+afterAll(async () => {
+  await srv?.close();
+  await sink?.close();
+  await dns?.close();
+});
+
+let seq = 0;
+const rcpt = () => `far${++seq}@${RCPT_DOMAIN}`;
+
+async function sendOne(): Promise<{ to: string; id: string; msg: SinkMessage }> {
+  const to = rcpt();
+  const res = await srv.api("/v1/send", { key: acc.secretKey, body: { to, from: FROM, subject: "Hi", body: "<p>Hi</p>", subscribed: true } });
+  expectOk(res);
+  const t0 = Date.now();
+  for (;;) {
+    const m = sink.byRecipient(to);
+    if (m.length) return { to, id: res.body.data.emails[0].email, msg: m[0]! };
+    if (Date.now() - t0 > 5000) throw new Error("not delivered");
+    await srv.drainJobs();
+    await Bun.sleep(20);
+  }
+}
+
+/** Hands a raw message to our inbound SMTP listener, as a remote MTA would. */
+async function deliverInbound(mailFrom: string, rcptTo: string, raw: string) {
+  const conn = new SMTPConnection({ host: "127.0.0.1", port: inboundPort, ignoreTLS: true, name: "remote-mta.bb.example" } as any);
+  await new Promise<void>((res, rej) => conn.connect((e?: Error) => (e ? rej(e) : res())));
+  try {
+    await new Promise<void>((res, rej) => conn.send({ from: mailFrom, to: [rcptTo] }, raw, (e: Error | null) => (e ? rej(e) : res())));
+  } finally {
+    conn.quit();
+  }
+}
+
+function originalHeaders(m: SinkMessage): string {
+  const raw = m.raw.toString("utf8");
+  return raw.slice(0, raw.indexOf("\r\n\r\n") >= 0 ? raw.indexOf("\r\n\r\n") : raw.indexOf("\n\n"));
+}
+
+const emailView = async (id: string) => (await srv.api(`/emails/${id}`, { key: acc.secretKey })).body;
+const contactOf = async (email: string) => (await srv.api("/contacts/lookup", { key: acc.secretKey, body: { emails: [email] } })).body.found[0];
+async function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
+  let v = await read();
+  for (let i = 0; i < 150 && !ok(v); i++) {
+    await srv.drainJobs();
+    await Bun.sleep(20);
+    v = await read();
+  }
+  return v;
+}
+
+describe.skipIf(!READY)("inbound DSN and ARF", () => {
+  test("the envelope sender of our messages is an address this server receives (Return-Path on the sender domain)", async () => {
+    const { msg } = await sendOne();
+    expect(msg.from).toContain("@");
+    expect(msg.from.toLowerCase().endsWith("in.bb.example")).toBe(true);
+  });
+
+  test("a DSN with a permanent failure is a hard bounce: BOUNCED, the contact unsubscribed", async () => {
+    const { to, id, msg } = await sendOne();
+    expect((await contactOf(to)).subscribed).toBe(true);
+    const boundary = "dsn-boundary-1";
+    const dsn = [
+      `From: Mail Delivery System <MAILER-DAEMON@mx.${RCPT_DOMAIN}>`,
+      `To: ${msg.from}`,
+      "Subject: Undelivered Mail Returned to Sender",
+      "MIME-Version: 1.0",
+      `Content-Type: multipart/report; report-type=delivery-status; boundary="${boundary}"`,
+      "",
+      `--${boundary}`,
+      "Content-Type: text/plain",
+      "",
+      "Your message could not be delivered.",
+      `--${boundary}`,
+      "Content-Type: message/delivery-status",
+      "",
+      `Reporting-MTA: dns; mx.${RCPT_DOMAIN}`,
+      "",
+      `Final-Recipient: rfc822; ${to}`,
+      "Action: failed",
+      "Status: 5.1.1",
+      "Diagnostic-Code: smtp; 550 5.1.1 User unknown",
+      `--${boundary}`,
+      "Content-Type: text/rfc822-headers",
+      "",
+      originalHeaders(msg),
+      `--${boundary}--`,
+      "",
+    ].join("\r\n");
+    await deliverInbound("", msg.from, dsn);
+    const e = await eventually(() => emailView(id), (v) => v.status === "BOUNCED");
+    expect(e.status).toBe("BOUNCED");
+    expect((await contactOf(to)).subscribed).toBe(false);
+  });
+
+  test("an ARF complaint unsubscribes the contact and marks the email COMPLAINED", async () => {
+    const { to, id, msg } = await sendOne();
+    const boundary = "arf-boundary-1";
+    const arf = [
+      `From: abuse@${RCPT_DOMAIN}`,
+      `To: ${msg.from}`,
+      "Subject: FW: Hi",
+      "MIME-Version: 1.0",
+      `Content-Type: multipart/report; report-type=feedback-report; boundary="${boundary}"`,
+      "",
+      `--${boundary}`,
+      "Content-Type: text/plain",
+      "",
+      "This is an email abuse report.",
+      `--${boundary}`,
+      "Content-Type: message/feedback-report",
+      "",
+      "Feedback-Type: abuse",
+      "User-Agent: bb-test/1.0",
+      "Version: 1",
+      `Original-Rcpt-To: ${to}`,
+      `--${boundary}`,
+      "Content-Type: message/rfc822",
+      "",
+      msg.raw.toString("utf8"),
+      `--${boundary}--`,
+      "",
+    ].join("\r\n");
+    await deliverInbound("", msg.from, arf);
+    const e = await eventually(() => emailView(id), (v) => v.status === "COMPLAINED");
+    expect(e.status).toBe("COMPLAINED");
+    expect((await contactOf(to)).subscribed).toBe(false);
+  });
+
+  test("mail for an address we do not handle is refused at RCPT", async () => {
+    await expect(deliverInbound("someone@x.bb.example", `nobody@unrelated-bb.example`, "Subject: x\r\n\r\nhello\r\n")).rejects.toThrow();
+  });
+});

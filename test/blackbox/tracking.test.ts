@@ -1,0 +1,271 @@
+// Black-box: open and click tracking, tracking modes, and the signed unsubscribe/subscribe links, as seen by a
+// recipient who only has the delivered message (links point at MAILSVC_PUBLIC_URL).
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { addVerifiedDomain } from "../domains/support";
+import { startDns, type TestDns } from "../support/dns";
+import { createAccount, startServer, type Account, type TestServer } from "../support/server";
+import { startSmtpSink, type SmtpSink } from "../support/smtp-sink";
+import { expectOk, newProject } from "./support";
+
+// Written from the spec before tracking and /v1/send reached main: runs once both exist.
+const READY =
+  existsSync(join(import.meta.dir, "../../src/modules/send/routes.ts")) && existsSync(join(import.meta.dir, "../../src/modules/tracking/routes.ts"));
+
+const FROM = "news@track.bb.example";
+const RCPT_DOMAIN = "reader-bb.example";
+const LANDING = "https://landing.bb.example/offer?id=42&utm=x";
+
+let srv: TestServer;
+let dns: TestDns;
+let sink: SmtpSink;
+let acc: Account;
+
+beforeAll(async () => {
+  if (!READY) return;
+  dns = await startDns();
+  dns.mailDomain(RCPT_DOMAIN);
+  sink = await startSmtpSink();
+  srv = await startServer({ config: { dnsServers: [dns.server], mxPort: sink.port } });
+  acc = await createAccount(srv.api, "BB tracking");
+  await addVerifiedDomain(srv.api, dns, acc, "track.bb.example");
+});
+afterAll(async () => {
+  await srv?.close();
+  await sink?.close();
+  await dns?.close();
+});
+
+let seq = 0;
+const rcpt = () => `reader${++seq}@${RCPT_DOMAIN}`;
+
+/** Sends one email and returns its id and the delivered HTML. */
+async function sendAndReceive(body: string, extra: Record<string, unknown> = {}, who: Account = acc) {
+  const to = rcpt();
+  const res = await srv.api("/v1/send", { key: who.secretKey, body: { to, from: FROM, subject: "Hi", body, ...extra } });
+  expectOk(res);
+  const t0 = Date.now();
+  for (;;) {
+    const m = sink.byRecipient(to);
+    if (m.length) return { to, id: res.body.data.emails[0].email as string, contactId: res.body.data.emails[0].contact.id as string, html: String((await m[0]!.parse()).html || "") };
+    if (Date.now() - t0 > 5000) throw new Error(`no message for ${to}`);
+    await srv.drainJobs();
+    await Bun.sleep(20);
+  }
+}
+
+const hrefs = (html: string) => [...html.matchAll(/href="([^"]+)"/g)].map((m) => m[1]!.replace(/&amp;/g, "&"));
+const imgs = (html: string) => [...html.matchAll(/<img[^>]+src="([^"]+)"/g)].map((m) => m[1]!.replace(/&amp;/g, "&"));
+const ours = (u: string) => u.startsWith(srv.ctx.config.publicUrl);
+const emailView = async (id: string) => (await srv.api(`/emails/${id}`, { key: acc.secretKey })).body;
+/** Opens and clicks may be recorded asynchronously: poll (running queued work) for up to ~3 s. */
+async function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
+  let v = await read();
+  for (let i = 0; i < 150 && !ok(v); i++) {
+    await srv.drainJobs();
+    await Bun.sleep(20);
+    v = await read();
+  }
+  return v;
+}
+const eventNames = async (contactId: string) => {
+  const evs = await srv.api(`/events/contact/${contactId}`, { key: acc.secretKey });
+  return (Array.isArray(evs.body) ? evs.body : (evs.body?.data ?? [])).map((e: any) => e.name as string);
+};
+const setTracking = (tracking: string) => srv.api(`/users/@me/projects/${acc.projectId}`, { method: "PATCH", cookie: acc.cookie, body: { tracking } });
+
+describe.skipIf(!READY)("open and click tracking (default ENABLED)", () => {
+  test("links are rewritten to our public URL and redirect to the original; the click is recorded", async () => {
+    const { id, html } = await sendAndReceive(`<p><a href="${LANDING}">Offer</a></p>`);
+    const link = hrefs(html).find(ours);
+    expect(link).toBeDefined();
+    expect(html).not.toContain(`href="${LANDING.replace(/&/g, "&amp;")}"`);
+    const res = await fetch(link!, { redirect: "manual" });
+    expect([301, 302, 303, 307, 308]).toContain(res.status);
+    expect(res.headers.get("location")).toBe(LANDING);
+    const e = await eventually(() => emailView(id), (v) => !!v.clickedAt);
+    expect(e.clickedAt).toBeDefined();
+  });
+
+  test("the open pixel answers with an image and records the open", async () => {
+    const { id, html } = await sendAndReceive("<p>Hello</p>");
+    const pixel = imgs(html).find(ours);
+    expect(pixel).toBeDefined();
+    const res = await fetch(pixel!);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type") ?? "").toStartWith("image/");
+    await res.arrayBuffer();
+    const e = await eventually(() => emailView(id), (v) => !!v.openedAt);
+    expect(e.openedAt).toBeDefined();
+    expect(["OPENED", "CLICKED"]).toContain(e.status);
+  });
+
+  test("a tampered click link does not redirect anywhere (no open redirect)", async () => {
+    const { html } = await sendAndReceive(`<a href="${LANDING}">x</a>`);
+    const link = hrefs(html).find(ours)!;
+    const u = new URL(link);
+    const segs = u.pathname.split("/");
+    const token = segs[segs.length - 1]!;
+    const swap = (t: string, i: number) => t.slice(0, i) + (t[i] === "A" ? "B" : "A") + t.slice(i + 1);
+    const variants: string[] = [
+      swap(token, Math.floor(token.length / 4)), // inside the signed part
+      swap(token, token.length - 6), // inside the signature
+    ];
+    // The real attack: the same signature on a payload naming another site.
+    const dot = token.lastIndexOf(".");
+    if (dot > 0) {
+      const body = Buffer.from(token.slice(0, dot), "base64url").toString("utf8");
+      if (body.includes("landing.bb.example")) {
+        const evil = Buffer.from(body.replace("landing.bb.example", "evil.example")).toString("base64url");
+        variants.push(`${evil}.${token.slice(dot + 1)}`);
+      }
+    }
+    for (const v of variants) {
+      const bad = new URL(link);
+      bad.pathname = [...segs.slice(0, -1), v].join("/");
+      const res = await fetch(bad, { redirect: "manual" });
+      await res.arrayBuffer();
+      expect(res.status).toBeGreaterThanOrEqual(400);
+      expect(res.headers.get("location")).toBeNull();
+    }
+  });
+
+  test("a click link cannot be re-pointed at another project's URL (token of one, link part of the other)", async () => {
+    const other = await newProject(srv.api, acc, "Tracking other");
+    await addVerifiedDomain(srv.api, dns, other, "track-other.bb.example");
+    const mine = hrefs((await sendAndReceive(`<a href="${LANDING}">x</a>`)).html).find(ours)!;
+    const to = rcpt();
+    expectOk(
+      await srv.api("/v1/send", {
+        key: other.secretKey,
+        body: { to, from: "a@track-other.bb.example", subject: "s", body: '<a href="https://evil.example/phish">x</a>' },
+      }),
+    );
+    let theirs: string | undefined;
+    for (let i = 0; i < 250 && !theirs; i++) {
+      const m = sink.byRecipient(to);
+      if (m.length) theirs = hrefs(String((await m[0]!.parse()).html || "")).find(ours);
+      else {
+        await srv.drainJobs();
+        await Bun.sleep(20);
+      }
+    }
+    expect(theirs).toBeDefined();
+    const last = (u: string) => new URL(u).pathname.split("/").pop()!;
+    const [mineTok, theirTok] = [last(mine), last(theirs!)];
+    // Mix the parts (split at the last dot, whatever the token format) and check no mix lands on evil.example.
+    const mixes = new Set<string>();
+    const cut = (t: string) => [t.slice(0, t.lastIndexOf(".")), t.slice(t.lastIndexOf(".") + 1)];
+    const [m1, m2] = cut(mineTok);
+    const [t1, t2] = cut(theirTok);
+    mixes.add(`${m1}.${t2}`);
+    mixes.add(`${t1}.${m2}`);
+    for (const mix of mixes) {
+      const u = new URL(mine);
+      u.pathname = [...u.pathname.split("/").slice(0, -1), mix].join("/");
+      const res = await fetch(u, { redirect: "manual" });
+      await res.arrayBuffer();
+      expect(res.headers.get("location") ?? "").not.toContain("evil.example");
+    }
+  });
+
+  test("opens and clicks are recorded as email.open / email.click events on the contact", async () => {
+    const { contactId, html } = await sendAndReceive(`<a href="${LANDING}">x</a>`);
+    await (await fetch(imgs(html).find(ours)!)).arrayBuffer();
+    await fetch(hrefs(html).find(ours)!, { redirect: "manual" });
+    const names = await eventually(() => eventNames(contactId), (n) => n.includes("email.open") && n.includes("email.click"));
+    expect(names).toContain("email.open");
+    expect(names).toContain("email.click");
+  });
+});
+
+describe.skipIf(!READY)("tracking modes", () => {
+  test("DISABLED: no pixel, links untouched", async () => {
+    expect((await setTracking("DISABLED")).status).toBe(200);
+    try {
+      const { html } = await sendAndReceive(`<a href="${LANDING}">x</a>`);
+      expect(imgs(html).filter(ours)).toEqual([]);
+      expect(hrefs(html).filter(ours)).toEqual([]);
+      expect(hrefs(html)).toContain(LANDING);
+    } finally {
+      await setTracking("ENABLED");
+    }
+  });
+
+  test("MARKETING_ONLY: a transactional /v1/send is not tracked", async () => {
+    expect((await setTracking("MARKETING_ONLY")).status).toBe(200);
+    try {
+      const { html } = await sendAndReceive(`<a href="${LANDING}">x</a>`);
+      expect(imgs(html).filter(ours)).toEqual([]);
+      expect(hrefs(html)).toContain(LANDING);
+    } finally {
+      await setTracking("ENABLED");
+    }
+  });
+});
+
+describe.skipIf(!READY)("signed subscription links ({{unsubscribeUrl}}, {{subscribeUrl}}, {{manageUrl}})", () => {
+  test("the unsubscribe link shows a page; its one-click POST unsubscribes the contact and records contact.unsubscribed", async () => {
+    const { to, html } = await sendAndReceive('<a href="{{unsubscribeUrl}}">Unsubscribe</a> <a href="{{manageUrl}}">Manage</a>', { subscribed: true });
+    const links = hrefs(html).filter(ours);
+    expect(links.length).toBeGreaterThanOrEqual(2);
+    // Follow tracking redirects, if links were wrapped, to reach the page itself.
+    const resolve = async (u: string) => {
+      const r = await fetch(u, { redirect: "manual" });
+      const loc = r.headers.get("location");
+      return loc && r.status >= 300 && r.status < 400 ? new URL(loc, u).toString() : u;
+    };
+    const unsub = await resolve(links[0]!);
+    expect(ours(unsub)).toBe(true);
+    const page = await fetch(unsub);
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type") ?? "").toContain("text/html");
+    await page.text();
+    // A GET alone (mail scanners) does not unsubscribe... or does; either way one-click POST must.
+    const post = await fetch(unsub, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "List-Unsubscribe=One-Click" });
+    expect(post.status).toBeLessThan(400);
+    const found = (await srv.api("/contacts/lookup", { key: acc.secretKey, body: { emails: [to] } })).body.found[0];
+    expect(found.subscribed).toBe(false);
+    const names = await eventually(() => eventNames(found.id), (n) => n.includes("contact.unsubscribed"));
+    expect(names).toContain("contact.unsubscribed");
+  });
+
+  test("the subscribe link resubscribes (POST); the manage link shows a page", async () => {
+    const { to, html } = await sendAndReceive('<a href="{{subscribeUrl}}">Subscribe</a> <a href="{{manageUrl}}">Manage</a>', { subscribed: false });
+    const [sub, manage] = hrefs(html).filter(ours);
+    expect(sub).toBeDefined();
+    expect(manage).toBeDefined();
+    const resolve = async (u: string) => {
+      const r = await fetch(u, { redirect: "manual" });
+      await r.arrayBuffer();
+      const loc = r.headers.get("location");
+      return loc && r.status >= 300 && r.status < 400 ? new URL(loc, u).toString() : u;
+    };
+    const page = await fetch(await resolve(manage!));
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type") ?? "").toContain("text/html");
+    await page.text();
+    const before = (await srv.api("/contacts/lookup", { key: acc.secretKey, body: { emails: [to] } })).body.found[0];
+    expect(before.subscribed).toBe(false);
+    const post = await fetch(await resolve(sub!), { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "" });
+    expect(post.status).toBeLessThan(400);
+    await post.arrayBuffer();
+    const after = await eventually(
+      async () => (await srv.api("/contacts/lookup", { key: acc.secretKey, body: { emails: [to] } })).body.found[0],
+      (c: any) => c.subscribed === true,
+    );
+    expect(after.subscribed).toBe(true);
+  });
+
+  test("a tampered unsubscribe link changes nothing", async () => {
+    const { to, html } = await sendAndReceive('<a href="{{unsubscribeUrl}}">Unsubscribe</a>', { subscribed: true });
+    const link = hrefs(html).find(ours)!;
+    const i = link.length - 8;
+    const bad = link.slice(0, i) + (link[i] === "A" ? "B" : "A") + link.slice(i + 1);
+    const res = await fetch(bad, { method: "POST", redirect: "manual" });
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    const found = (await srv.api("/contacts/lookup", { key: acc.secretKey, body: { emails: [to] } })).body.found[0];
+    expect(found.subscribed).toBe(true);
+  });
+});
