@@ -88,6 +88,7 @@ describe("POST /v1/send delivers", () => {
         { filename: "report.bin", content: bin.toString("base64"), contentType: "application/octet-stream" },
         { filename: "notes é.txt", content: Buffer.from("hello notes").toString("base64"), contentType: "text/plain" },
         { filename: "logo.png", content: Buffer.from("PNGDATA").toString("base64"), contentType: "image/png", contentId: "logo1", disposition: "inline" },
+        { filename: "invoice.pdf", content: Buffer.from("%PDF-1.4").toString("base64") },
       ],
     });
     expect(r.status).toBe(200);
@@ -98,6 +99,8 @@ describe("POST /v1/send delivers", () => {
     expect(byName.get("report.bin")!.content.equals(bin)).toBe(true);
     expect(byName.get("notes é.txt")!.content.toString()).toBe("hello notes");
     expect(byName.get("logo.png")!.contentId).toBe("<logo1>");
+    // Without a contentType the type comes from the filename.
+    expect(byName.get("invoice.pdf")!.contentType).toBe("application/pdf");
     const dkim = await verifyDkim(env, msg.raw);
     expect(dkim[0]!.status.result).toBe("pass");
   });

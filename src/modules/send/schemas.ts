@@ -13,7 +13,8 @@ export const Attachment = t.Object({
   filename: t.String({ minLength: 1, maxLength: 255, pattern: NoLineBreaks }),
   /** base64 */
   content: t.String({ minLength: 1 }),
-  contentType: t.String({ minLength: 3, maxLength: 255, pattern: "^[A-Za-z0-9!#$&^_.+-]+/[A-Za-z0-9!#$&^_.+-]+$" }),
+  /** Optional: derived from the filename's extension when absent. */
+  contentType: t.Optional(t.Nullable(t.String({ minLength: 3, maxLength: 255, pattern: "^[A-Za-z0-9!#$&^_.+-]+/[A-Za-z0-9!#$&^_.+-]+$" }))),
   contentId: t.Optional(t.Nullable(t.String({ minLength: 1, maxLength: 255, pattern: "^[^\\r\\n<>]*$" }))),
   disposition: t.Optional(t.Nullable(t.Union([t.Literal("attachment"), t.Literal("inline")]))),
 });

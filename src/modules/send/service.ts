@@ -28,7 +28,7 @@ export interface SendInput {
   data?: Record<string, unknown> | null;
   headers?: Record<string, string> | null;
   reply?: string | null;
-  attachments?: AttachmentInput[] | null;
+  attachments?: (Omit<AttachmentInput, "contentType"> & { contentType?: string | null })[] | null;
 }
 
 export interface SendResult {
@@ -38,6 +38,12 @@ export interface SendResult {
 
 /** Decoded attachment bytes per request (spec: "10 MB total by default"). */
 export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024;
+/** The MIME type Bun knows for the filename's extension (application/octet-stream when unknown). */
+function contentTypeOf(filename: string): string {
+  const type = Bun.file(filename).type.split(";")[0]!.trim();
+  return type || "application/octet-stream";
+}
+
 /** Whole message (spec: 40 MB), estimated from the body sources and the base64 attachments. */
 export const MAX_MESSAGE_BYTES = 40 * 1024 * 1024;
 
@@ -134,7 +140,7 @@ export async function send(ctx: AppContext, projectId: string, input: SendInput)
   const attachments = input.attachments?.map((a) => ({
     filename: a.filename,
     content: a.content.replace(/[\r\n]/g, ""),
-    contentType: a.contentType,
+    contentType: a.contentType || contentTypeOf(a.filename),
     ...(a.contentId ? { contentId: a.contentId } : {}),
     ...(a.disposition ? { disposition: a.disposition } : {}),
   }));
