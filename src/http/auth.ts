@@ -34,6 +34,20 @@ export function authPlugin(ctx: AppContext) {
   return p;
 }
 
+const SESSION_COOKIE_RE = new RegExp(`(?:^|;\\s*)${SESSION_COOKIE}=([^;]*)`);
+
+function sessionToken(request: Request): string | undefined {
+  const header = request.headers.get("cookie");
+  if (!header) return undefined;
+  const m = SESSION_COOKIE_RE.exec(header);
+  if (!m || !m[1]) return undefined;
+  try {
+    return decodeURIComponent(m[1]);
+  } catch {
+    return undefined;
+  }
+}
+
 function bearer(h: string | undefined): string | null {
   if (!h) return null;
   const m = /^Bearer\s+(\S+)\s*$/i.exec(h);
@@ -46,8 +60,10 @@ function build(ctx: AppContext) {
     .macro({
       auth: (mode: AuthMode) => ({
         // In transform, i.e. before body validation: a request without a valid key is 401 whatever its body.
-        async transform({ request, cookie, jwt, set }: any) {
-          const auth = await authenticate(ctx, mode, request, cookie[SESSION_COOKIE]?.value as string | undefined, jwt);
+        // The session cookie is read from the header by hand: naming `cookie` here would make Elysia parse
+        // cookies on every keyed request.
+        async transform({ request, jwt, set }: any) {
+          const auth = await authenticate(ctx, mode, request, sessionToken(request), jwt);
           authenticated.set(request, auth);
           if (auth.projectId) applyRateLimit(ctx, auth.projectId, set.headers as Record<string, string>);
         },
@@ -146,17 +162,19 @@ function checkCsrf(ctx: AppContext, request: Request) {
 
 function applyRateLimit(ctx: AppContext, projectId: string, headers: Record<string, string>) {
   const d = ctx.rateLimiter.hit(projectId);
-  const rl = {
-    "RateLimit-Limit": String(d.limit),
-    "RateLimit-Remaining": String(d.remaining),
-    "RateLimit-Reset": String(d.resetSeconds),
-  };
-  Object.assign(headers, rl);
+  headers["RateLimit-Limit"] = d.limitHeader;
+  headers["RateLimit-Remaining"] = String(d.remaining);
+  headers["RateLimit-Reset"] = String(d.resetSeconds);
   if (!d.allowed) {
     throw new AppError(429, "RATE_LIMIT_EXCEEDED", `Rate limit of ${d.limit} requests per minute exceeded`, {
       details: { limit: d.limit, retryAfterSeconds: d.resetSeconds },
       suggestion: "Wait for the number of seconds in the Retry-After header before retrying.",
-      headers: { ...rl, "Retry-After": String(d.resetSeconds) },
+      headers: {
+        "RateLimit-Limit": d.limitHeader,
+        "RateLimit-Remaining": "0",
+        "RateLimit-Reset": String(d.resetSeconds),
+        "Retry-After": String(d.resetSeconds),
+      },
     });
   }
 }

@@ -3,6 +3,8 @@ import type { Clock } from "../clock";
 export interface RateDecision {
   allowed: boolean;
   limit: number;
+  /** `limit` as a header value (made once). */
+  limitHeader: string;
   remaining: number;
   resetSeconds: number;
 }
@@ -13,7 +15,10 @@ export interface RateDecision {
  */
 export class RateLimiter {
   private windows = new Map<string, { start: number; count: number }>();
-  constructor(private readonly limit: number, private readonly clock: Clock, private readonly windowMs = 60_000) {}
+  private readonly limitHeader: string;
+  constructor(private readonly limit: number, private readonly clock: Clock, private readonly windowMs = 60_000) {
+    this.limitHeader = String(limit);
+  }
 
   hit(projectId: string): RateDecision {
     const now = this.clock.now();
@@ -24,9 +29,9 @@ export class RateLimiter {
       if (this.windows.size > 10_000) this.sweep(now);
     }
     const resetSeconds = Math.max(1, Math.ceil((w.start + this.windowMs - now) / 1000));
-    if (w.count >= this.limit) return { allowed: false, limit: this.limit, remaining: 0, resetSeconds };
+    if (w.count >= this.limit) return { allowed: false, limit: this.limit, limitHeader: this.limitHeader, remaining: 0, resetSeconds };
     w.count++;
-    return { allowed: true, limit: this.limit, remaining: this.limit - w.count, resetSeconds };
+    return { allowed: true, limit: this.limit, limitHeader: this.limitHeader, remaining: this.limit - w.count, resetSeconds };
   }
 
   private sweep(now: number) {
