@@ -83,6 +83,24 @@ export function planUpsert(existing: { subscribed: number; data: string } | null
 
 export const normalizeContactEmail = (email: string) => email.trim().toLowerCase();
 
+/** The row a new contact gets from an upsert plan (shared by the Kysely and the raw hot path). */
+export function newContactRow(projectId: string, email: string, plan: UpsertPlan, now: number): ContactRow {
+  return {
+    id: newContactId(now),
+    project_id: projectId,
+    email,
+    subscribed: plan.subscribed ? 1 : 0,
+    data: JSON.stringify(plan.stored),
+    created_at: now,
+    updated_at: now,
+  };
+}
+
+/** An existing contact's row after an upsert plan that writes. */
+export function updatedContactRow(existing: ContactRow, plan: UpsertPlan, now: number): ContactRow {
+  return { ...existing, subscribed: plan.subscribed ? 1 : 0, data: JSON.stringify(plan.stored), updated_at: now };
+}
+
 export interface UpsertResult {
   contact: ContactRow;
   isNew: boolean;
@@ -109,18 +127,10 @@ export async function upsertContact(db: Db, ctx: AppContext, input: UpsertInput)
   const events: RecordedEvent[] = [];
   let contact: ContactRow;
   if (!existing) {
-    contact = {
-      id: newContactId(now),
-      project_id: input.projectId,
-      email,
-      subscribed: plan.subscribed ? 1 : 0,
-      data: JSON.stringify(plan.stored),
-      created_at: now,
-      updated_at: now,
-    };
+    contact = newContactRow(input.projectId, email, plan, now);
     await db.insertInto("contacts").values(contact).execute();
   } else if (plan.write) {
-    contact = { ...existing, subscribed: plan.subscribed ? 1 : 0, data: JSON.stringify(plan.stored), updated_at: now };
+    contact = updatedContactRow(existing, plan, now);
     await db
       .updateTable("contacts")
       .set({ subscribed: contact.subscribed, data: contact.data, updated_at: now })

@@ -5,7 +5,7 @@
  */
 import type { Database } from "bun:sqlite";
 import type { Data } from "./data-rules";
-import { newContactId, normalizeContactEmail, planUpsert, type ContactRow, type UpsertInput } from "./contacts";
+import { newContactRow, normalizeContactEmail, planUpsert, updatedContactRow, type ContactRow, type UpsertInput } from "./contacts";
 import { newEventId, type RecordedEvent } from "./events";
 
 const SELECT_BY_EMAIL =
@@ -33,20 +33,12 @@ export function upsertContactRaw(sqlite: Database, now: number, input: UpsertInp
   const events: RecordedEvent[] = [];
   let contact: ContactRow;
   if (!existing) {
-    contact = {
-      id: newContactId(now),
-      project_id: input.projectId,
-      email,
-      subscribed: plan.subscribed ? 1 : 0,
-      data: JSON.stringify(plan.stored),
-      created_at: now,
-      updated_at: now,
-    };
+    contact = newContactRow(input.projectId, email, plan, now);
     sqlite
       .query(INSERT_CONTACT)
       .run(contact.id, contact.project_id, email, contact.subscribed, contact.data, now, now);
   } else if (plan.write) {
-    contact = { ...existing, subscribed: plan.subscribed ? 1 : 0, data: JSON.stringify(plan.stored), updated_at: now };
+    contact = updatedContactRow(existing, plan, now);
     sqlite.query(UPDATE_CONTACT).run(contact.subscribed, contact.data, now, contact.id);
   } else {
     contact = existing;

@@ -2,38 +2,17 @@
 // ctx.store.exclusive: thousands of rows a second through Kysely would cost a large share of the
 // main thread. Everything is scoped by email id; ids come from rows this process claimed.
 import type { Database } from "bun:sqlite";
-import type { EmailSourceType } from "../db/tables/delivery";
+import type { Selectable } from "kysely";
+import type { EmailContentsTable, EmailsTable } from "../db/tables/delivery";
 import { insertEventRaw, type RecordedEvent } from "./deps";
 
-export interface ClaimedEmail {
-  id: string;
-  project_id: string | null;
-  content_id: string;
-  contact_id: string | null;
-  to_email: string;
-  to_name: string | null;
-  vars: string | null;
-  source_type: EmailSourceType;
-  campaign_id: string | null;
-  template_id: string | null;
-  message_id: string | null;
-  attempts: number;
-  sent_at: number | null;
-}
+/** The columns of an email the outbox claims (CLAIMED_COLUMNS). */
+export type ClaimedEmail = Pick<
+  Selectable<EmailsTable>,
+  "id" | "project_id" | "content_id" | "contact_id" | "to_email" | "to_name" | "vars" | "source_type" | "campaign_id" | "template_id" | "message_id" | "attempts" | "sent_at"
+>;
 
-export interface ContentRow {
-  id: string;
-  project_id: string | null;
-  subject: string;
-  html: string;
-  text: string | null;
-  from_email: string;
-  from_name: string | null;
-  reply_to: string | null;
-  type: string;
-  headers: string | null;
-  attachments: string | null;
-}
+export type ContentRow = Omit<Selectable<EmailContentsTable>, "created_at">;
 
 const CLAIMED_COLUMNS =
   "id, project_id, content_id, contact_id, to_email, to_name, vars, source_type, campaign_id, template_id, message_id, attempts, sent_at";
