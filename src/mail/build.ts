@@ -68,6 +68,14 @@ function derivedText(content: ContentRow, vars: Record<string, unknown>, html: s
   }
 }
 
+/** Attachments are parsed once per content: a campaign would otherwise re-parse up to 10 MB of base64 per recipient. */
+const parsedAttachments = new WeakMap<ContentRow, AttachmentInput[] | null>();
+function attachmentsOf(content: ContentRow): AttachmentInput[] | null {
+  let a = parsedAttachments.get(content);
+  if (a === undefined) parsedAttachments.set(content, (a = content.attachments ? (JSON.parse(content.attachments) as AttachmentInput[]) : null));
+  return a;
+}
+
 /** Rendered parts of one recipient's message (before MIME). */
 export async function renderFor(ctx: AppContext, row: ClaimedEmail, content: ContentRow) {
   if (row.source_type === "SYSTEM") {
@@ -99,7 +107,7 @@ export async function renderFor(ctx: AppContext, row: ClaimedEmail, content: Con
 export async function buildMessage(ctx: AppContext, row: ClaimedEmail, content: ContentRow, keys: SigningKeys, signer: Signer): Promise<BuiltMessage> {
   const r = await renderFor(ctx, row, content);
   const custom: Record<string, string> = content.headers ? JSON.parse(content.headers) : {};
-  const attachments: AttachmentInput[] | null = content.attachments ? JSON.parse(content.attachments) : null;
+  const attachments = attachmentsOf(content);
   const now = ctx.clock.now();
   const msg = await composeMessage({
     messageId: (row.message_id ?? messageIdFor(row.id, ctx.config.hostname)).replace(/^<|>$/g, ""),
