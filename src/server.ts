@@ -5,9 +5,8 @@ import type { Config } from "./config";
 import { emptyHooks, type AppContext } from "./context";
 import { openStore } from "./db";
 import { migrate } from "./db/migrate";
-import { badRequest } from "./http/errors";
 import { corsPlugin } from "./http/cors";
-import { errorPlugin } from "./http/error-plugin";
+import { errorPlugin, malformedBodies } from "./http/error-plugin";
 import { clearUnfinishedKeys, purgeExpiredKeys } from "./http/idempotency";
 import { KeyCache } from "./http/keys";
 import { createLogger, type Logger } from "./http/logger";
@@ -79,14 +78,18 @@ export function buildApp(ctx: AppContext) {
     .use(errorPlugin(ctx.log))
     .use(corsPlugin())
     .onParse(async ({ request, contentType }) => {
-      // A JSON body sent without a content type is still JSON to our clients (curl -d).
-      if (contentType) return;
+      // JSON, and a body sent without a content type (curl -d), is parsed here. A malformed body is
+      // remembered instead of failing at once, so authentication still answers first (a request
+      // without a valid key is 401 whatever its body); the error plugin turns the body validation
+      // failure that follows into 400.
+      if (contentType && !contentType.startsWith("application/json")) return;
       const text = await request.text();
       if (!text) return;
       try {
         return JSON.parse(text);
       } catch {
-        throw badRequest("Malformed request body: expected valid JSON");
+        malformedBodies.add(request);
+        return {};
       }
     });
   const http = ctx.metrics.http;

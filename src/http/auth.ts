@@ -1,7 +1,8 @@
 import { jwt } from "@elysiajs/jwt";
 import { Elysia } from "elysia";
 import type { AppContext } from "../context";
-import { AppError, forbidden, invalidApiKey, unauthorized } from "./errors";
+import { malformedBodies } from "./error-plugin";
+import { AppError, badRequest, forbidden, invalidApiKey, unauthorized } from "./errors";
 
 /**
  * How a route is authenticated:
@@ -65,6 +66,7 @@ function build(ctx: AppContext) {
         async transform({ request, jwt, set }: any) {
           const auth = await authenticate(ctx, mode, request, sessionToken(request), jwt);
           authenticated.set(request, auth);
+          if (malformedBodies.has(request)) throw badRequest("Malformed request body: expected valid JSON");
           if (auth.projectId) applyRateLimit(ctx, auth.projectId, set.headers as Record<string, string>);
         },
         resolve({ request }) {

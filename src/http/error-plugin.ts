@@ -10,6 +10,12 @@ function jsonResponse(status: number, body: unknown, headers: Record<string, str
 }
 
 /**
+ * Requests whose body was not valid JSON (see server.ts onParse). The parser yields an empty object
+ * instead of failing, so authentication answers first; the body validation error that follows is a 400.
+ */
+export const malformedBodies = new WeakSet<Request>();
+
+/**
  * Maps every thrown error to the spec's envelope (or the bare `{ error }` form), with a requestId.
  * Unknown errors are logged with their stack and answered as a plain 500 without details.
  */
@@ -36,6 +42,9 @@ export function errorPlugin(log: Logger) {
       switch (code) {
         case "VALIDATION": {
           const v = error as any;
+          if (v.type === "body" && malformedBodies.has(request)) {
+            return json(400, errorEnvelope(400, "BAD_REQUEST", "Malformed request body: expected valid JSON", requestId), headers);
+          }
           const errors = fieldErrorsFromTypeBox(v.all ?? []);
           const where = v.type as string;
           if (where === "body") {
