@@ -1,7 +1,6 @@
 // Black-box: asynchronous bounces (DSN) and complaints (ARF) arriving on MAILSVC_INBOUND_SMTP_PORT at the
 // Return-Path of a message we sent (decisions.md "Delivery, events, tracking").
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
 import { join } from "node:path";
 import SMTPConnection from "nodemailer/lib/smtp-connection";
 import { addVerifiedDomain } from "../domains/support";
@@ -10,9 +9,6 @@ import { createAccount, freeTcpPort, startServer, type Account, type TestServer 
 import { startSmtpSink, type SinkMessage, type SmtpSink } from "../support/smtp-sink";
 import { expectOk } from "./support";
 
-// Written from decisions.md before inbound mail and /v1/send reached main: runs once both exist.
-const READY =
-  existsSync(join(import.meta.dir, "../../src/modules/send/routes.ts")) && existsSync(join(import.meta.dir, "../../src/modules/tracking/routes.ts"));
 
 const FROM = "hello@in.bb.example";
 const RCPT_DOMAIN = "far-bb.example";
@@ -24,7 +20,6 @@ let acc: Account;
 let inboundPort: number;
 
 beforeAll(async () => {
-  if (!READY) return;
   dns = await startDns();
   dns.mailDomain(RCPT_DOMAIN);
   sink = await startSmtpSink();
@@ -84,7 +79,7 @@ async function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolean): Pro
   return v;
 }
 
-describe.skipIf(!READY)("inbound DSN and ARF", () => {
+describe("inbound DSN and ARF", () => {
   test("the envelope sender of our messages is an address this server receives (Return-Path on the sender domain)", async () => {
     const { msg } = await sendOne();
     expect(msg.from).toContain("@");

@@ -1,7 +1,6 @@
 // Black-box: POST /v1/send end to end — validation, sender rule, contacts, idempotency, rendering, delivery to the
 // recipient's MX (MAILSVC_DNS_SERVERS + MAILSVC_MX_PORT), DKIM, retries (MAILSVC_RETRY_SCHEDULE), bounces, GET /emails.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { authenticate } from "mailauth";
 import { addVerifiedDomain, type DomainView } from "../domains/support";
@@ -10,8 +9,6 @@ import { createAccount, startServer, type Account, type TestServer } from "../su
 import { startSmtpSink, type SmtpSink } from "../support/smtp-sink";
 import { expectCursorPage, expectEnvelope, expectOk, expectValidation, isIsoDate, newProject, NO_SUCH_ID, UUID } from "./support";
 
-// Written from the spec before /v1/send reached main: runs once its routes exist.
-const READY = existsSync(join(import.meta.dir, "../../src/modules/send/routes.ts"));
 
 const SENDER_DOMAIN = "send.bb.example";
 const RCPT_DOMAIN = "inbox-bb.example";
@@ -24,7 +21,6 @@ let acc: Account;
 let domain: DomainView;
 
 beforeAll(async () => {
-  if (!READY) return;
   dns = await startDns();
   dns.mailDomain(RCPT_DOMAIN);
   sink = await startSmtpSink();
@@ -71,7 +67,7 @@ async function messageFor(address: string, timeoutMs = 5000) {
   }
 }
 
-describe.skipIf(!READY)("POST /v1/send: request and response", () => {
+describe("POST /v1/send: request and response", () => {
   test("one recipient: { success: true, data: { emails: [{ contact: { id, email }, email: <uuid> }], timestamp } }", async () => {
     const to = rcpt();
     const res = await send(basic(to));
@@ -203,7 +199,7 @@ describe.skipIf(!READY)("POST /v1/send: request and response", () => {
   });
 });
 
-describe.skipIf(!READY)("POST /v1/send: the contact", () => {
+describe("POST /v1/send: the contact", () => {
   test("a new contact defaults to subscribed: false", async () => {
     const to = rcpt();
     expectOk(await send(basic(to)));
@@ -232,7 +228,7 @@ describe.skipIf(!READY)("POST /v1/send: the contact", () => {
   });
 });
 
-describe.skipIf(!READY)("POST /v1/send: Idempotency-Key", () => {
+describe("POST /v1/send: Idempotency-Key", () => {
   test("a reused key is 409 IDEMPOTENCY_KEY_REUSED with details, and only one email goes out", async () => {
     const to = rcpt("idem");
     const key = `send-${Date.now()}`;
@@ -255,7 +251,7 @@ describe.skipIf(!READY)("POST /v1/send: Idempotency-Key", () => {
   });
 });
 
-describe.skipIf(!READY)("delivery", () => {
+describe("delivery", () => {
   test("the message reaches the recipient's MX, DKIM-signed by the sender domain; GET /emails/:id says DELIVERED", async () => {
     const to = rcpt("dkim");
     const res = await send(basic(to, { subject: "Signed", body: "<p>Signed body</p>", reply: "replies@elsewhere-bb.example", headers: { "X-Campaign-Ref": "abc-123" } }));
@@ -393,7 +389,7 @@ describe.skipIf(!READY)("delivery", () => {
   });
 });
 
-describe.skipIf(!READY)("GET /emails after sends", () => {
+describe("GET /emails after sends", () => {
   test("filters to, contactId and status; cursor pages with total only on the first page", async () => {
     const p = await newProject(srv.api, acc, "Log");
     await addVerifiedDomain(srv.api, dns, p, "log.bb.example");
@@ -441,7 +437,7 @@ describe.skipIf(!READY)("GET /emails after sends", () => {
   });
 });
 
-describe.skipIf(!READY)("sending reputation (decisions.md: >10% bounces over at least 100 sends disables the project)", () => {
+describe("sending reputation (decisions.md: >10% bounces over at least 100 sends disables the project)", () => {
   /** Sends 100 emails (88 accepted, 12 refused with 550) from a new project; returns it once every outcome is in. */
   async function hundredWithTwelveBounces(name: string, domainName: string) {
     const p = await newProject(srv.api, acc, name);
