@@ -217,7 +217,7 @@ export class Outbox {
       await this.sweepLeases(now);
     }
     const free = this.opts.maxInflight - this.inflight.size;
-    if (free < Math.min(this.opts.batchSize, this.opts.maxInflight) / 2) return; // finishing rows wake us
+    if (free < this.claimThreshold()) return; // finishing rows wake us
     const limit = Math.min(free, this.opts.batchSize);
     const rows = await this.ctx.store.exclusive((sqlite) =>
       claimDue(sqlite, now, now + this.opts.leaseMs, limit * 3, (cands) => this.choose(cands, limit, now)),
@@ -376,8 +376,13 @@ export class Outbox {
       }
     }).finally(() => {
       this.inflight.delete(row.id);
-      if (this.inflight.size <= this.opts.maxInflight - this.opts.batchSize) this.wake();
+      if (this.opts.maxInflight - this.inflight.size >= this.claimThreshold()) this.wake();
     });
+  }
+
+  /** Claim again once this many in-flight places are free (half a batch): the claim and the wake-up agree. */
+  private claimThreshold(): number {
+    return Math.max(1, Math.min(this.opts.batchSize, this.opts.maxInflight) / 2);
   }
 
   private flush(): Promise<void> {
