@@ -4,18 +4,13 @@
 // The engine checks after hard bounces; the feedback loop can call enforceReputation after complaints.
 import { iso } from "../clock";
 import type { AppContext } from "../context";
+import { idAtTime } from "../db/ids";
 
 export const REPUTATION_WINDOW_DAYS = 30;
 export const REPUTATION_MIN_SENDS = 100;
 export const MAX_BOUNCE_RATE = 0.1;
 export const MAX_COMPLAINT_RATE = 0.005;
 export const REPUTATION_REASON = "EMAIL_REPUTATION";
-
-/** The smallest UUIDv7 of a millisecond: email ids are time-ordered, so a window is an id range. */
-function uuidv7Floor(ms: number): string {
-  const h = Math.max(0, Math.floor(ms)).toString(16).padStart(12, "0");
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-7000-8000-000000000000`;
-}
 
 export interface Reputation {
   windowDays: number;
@@ -35,7 +30,7 @@ export async function reputation(ctx: AppContext, projectId: string): Promise<Re
         `SELECT SUM(sent_at >= ?) AS sent, SUM(bounced_at >= ?) AS bounced, SUM(complained_at >= ?) AS complained
          FROM emails WHERE project_id = ? AND id >= ?`,
       )
-      .get(since, since, since, projectId, uuidv7Floor(since - 86_400_000)),
+      .get(since, since, since, projectId, idAtTime(since - 86_400_000)),
     project: sqlite.query<{ disabled: number; disabled_reason: string | null; updated_at: number }, [string]>(
       "SELECT disabled, disabled_reason, updated_at FROM projects WHERE id = ?",
     ).get(projectId),

@@ -1,14 +1,9 @@
 import { sql, type Kysely } from "kysely";
 import type { DB } from "../../db";
+import { idAtTime } from "../../db/ids";
 
-/** A UUIDv7 bound for a time: ids of the events table are UUIDv7 of the service clock, so id order is time order. */
-export function idBound(ms: number, end: "low" | "high"): string {
-  const h = Math.max(0, Math.floor(ms)).toString(16).padStart(12, "0").slice(-12);
-  const fill = end === "low" ? "0" : "f";
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${fill.repeat(4)}-${fill.repeat(4)}-${fill.repeat(12)}`;
-}
 
-/** System events whose names clients cannot track; everything else is a client ("event") activity. */
+/** isReservedEventName (src/audience/events.ts) as SQL GLOB patterns, for filtering client events in the database. */
 export const SYSTEM_PATTERNS = ["email.*", "contact.subscribed", "contact.unsubscribed", "segment.*.entry", "segment.*.exit"];
 
 export interface ActivityFilters {
@@ -23,8 +18,8 @@ export interface ActivityFilters {
 
 function filtered(db: Kysely<DB>, projectId: string, f: ActivityFilters) {
   let q = db.selectFrom("events as e").where("e.project_id", "=", projectId);
-  if (f.fromMs !== undefined) q = q.where("e.id", ">=", idBound(f.fromMs, "low"));
-  if (f.toMs !== undefined) q = q.where("e.id", "<=", idBound(f.toMs, "high"));
+  if (f.fromMs !== undefined) q = q.where("e.id", ">=", idAtTime(f.fromMs));
+  if (f.toMs !== undefined) q = q.where("e.id", "<", idAtTime(f.toMs + 1)); // `to` is inclusive
   if (f.contactId) q = q.where("e.contact_id", "=", f.contactId);
   if (f.name) q = q.where("e.name", "=", f.name);
   if (f.types?.length) {
@@ -68,8 +63,8 @@ export async function countsByName(db: Kysely<DB>, projectId: string, fromMs: nu
     .selectFrom("events")
     .select(["name", (eb) => eb.fn.countAll<number>().as("n")])
     .where("project_id", "=", projectId)
-    .where("id", ">=", idBound(fromMs, "low"))
-    .where("id", "<=", idBound(toMs, "high"))
+    .where("id", ">=", idAtTime(fromMs))
+    .where("id", "<", idAtTime(toMs + 1))
     .groupBy("name")
     .execute();
   return Object.fromEntries(rows.map((r) => [r.name, Number(r.n)])) as Record<string, number>;

@@ -1,3 +1,4 @@
+import { isReservedEventName } from "../../audience/events";
 import { iso } from "../../clock";
 import type { AppContext, UpcomingItem } from "../../context";
 import { badRequest } from "../../http/errors";
@@ -7,7 +8,6 @@ import {
   countsByName,
   distinctNames,
   listActivity,
-  SYSTEM_PATTERNS,
   upcomingEmails,
   upcomingJobs,
   type ActivityFilters,
@@ -16,11 +16,8 @@ import {
 
 const DAY = 86_400_000;
 
-const SYSTEM_RES = SYSTEM_PATTERNS.map((p) => new RegExp("^" + p.replace(/\./g, "\\.").replace(/\*/g, "[^]*") + "$"));
-const isSystemName = (name: string) => SYSTEM_RES.some((re) => re.test(name));
-
-/** The activity type of an event: its name for system events, "event" for client events. */
-export const activityType = (name: string) => (isSystemName(name) ? name : "event");
+/** The activity type of an event: its name for system events (exactly the names clients may not track), "event" otherwise. */
+export const activityType = (name: string) => (isReservedEventName(name) ? name : "event");
 
 function parseData(text: string | null): Record<string, unknown> {
   if (!text) return {};
@@ -89,7 +86,7 @@ export async function stats(ctx: AppContext, projectId: string, window: { fromMs
   let events = 0;
   for (const [name, n] of Object.entries(byName)) {
     all += n;
-    if (!isSystemName(name)) events += n;
+    if (!isReservedEventName(name)) events += n;
   }
   const base = Math.max(counts.sent!, counts.delivered!);
   return {

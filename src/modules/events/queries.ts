@@ -2,16 +2,8 @@
 import { sql } from "kysely";
 import type { AppContext } from "../../context";
 
-/** The smallest id string of events created at or after `ms` (the UUIDv7 time prefix). */
-export function idAtTime(ms: number): string {
-  const hex = Math.max(0, Math.floor(ms)).toString(16).padStart(12, "0");
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}`;
-}
-
-/** Creation time encoded in a UUIDv7 id. */
-export function timeOfId(id: string): number {
-  return parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
-}
+export { idAtTime, timeOfId } from "../../db/ids";
+import { idAtTime } from "../../db/ids";
 
 export interface EventFilter {
   projectId: string;
