@@ -6,6 +6,7 @@ import { openStore } from "./db";
 import { migrate } from "./db/migrate";
 import { createContext, startService } from "./server";
 import { VERSION } from "./version";
+import { checkWorkerBuild } from "./mail/builder";
 import { createUser } from "./modules/users/service";
 import { createProject, viewProject } from "./modules/projects/service";
 
@@ -17,6 +18,7 @@ Usage:
   mailsvc backup <file>              write a consistent copy of the database (safe while serving)
   mailsvc user create --email E --password P [--project NAME]
                                      create a user (and a project with its keys); prints JSON
+  mailsvc selfcheck                  build a test message in the message-building worker; exit 1 if it cannot
   mailsvc --version | --help
 
 Options (each also an environment variable):
@@ -108,6 +110,14 @@ async function main() {
     }
     case "backup":
       return backup(config, positional[1]);
+    case "selfcheck": {
+      const errors: string[] = [];
+      const log = { info() {}, warn: (m: string) => errors.push(m), error: (m: string, f?: Record<string, unknown>) => errors.push(`${m} ${JSON.stringify(f ?? {})}`), line() {}, json() {}, flush() {}, close() {} };
+      const r = await checkWorkerBuild(log);
+      process.stdout.write(JSON.stringify({ ...r, errors }) + "\n");
+      if (r.builtIn !== "worker") process.exit(1);
+      return;
+    }
     case "user":
       if (sub === "create") return userCreate(config, flags);
       fail("usage: mailsvc user create --email E --password P [--project NAME]");

@@ -108,6 +108,17 @@ autocannon({ url: ${JSON.stringify(opts.url)}, connections: ${opts.connections ?
   return JSON.parse(out);
 }
 
+/** VmRSS split into its anonymous, file-backed and shared-memory parts (MB), from /proc/<pid>/status. */
+export function rssParts(pid: number): { anon: number; file: number; shmem: number } {
+  try {
+    const status = require("node:fs").readFileSync(`/proc/${pid}/status`, "utf8") as string;
+    const kb = (name: string) => Math.round(Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN) / 1024);
+    return { anon: kb("RssAnon"), file: kb("RssFile"), shmem: kb("RssShmem") };
+  } catch {
+    return { anon: NaN, file: NaN, shmem: NaN };
+  }
+}
+
 export function rssMb(pid: number): number {
   try {
     const status = require("node:fs").readFileSync(`/proc/${pid}/status`, "utf8") as string;

@@ -1,56 +1,49 @@
-// From an email row and its shared content to the signed bytes on the wire:
-// vars -> render (subject, HTML, text) -> feedback-loop decoration -> MIME -> DKIM.
-import type { AppContext } from "../context";
-import { domainOf } from "./address";
-import { composeMessage, toWire, type AttachmentInput } from "./compose";
-import { decorateMessage, getSigningKey, renderHtml, renderSubject, renderText, subscriptionUrls, bounceDomainFor, type SigningKey } from "./deps";
+// From a build plan and the shared content to the signed bytes on the wire:
+// vars -> render (subject, HTML, text) -> decoration -> MIME -> DKIM -> SMTP DATA form.
+// Pure: no database and no AppContext, so it runs in the message-building worker (build-worker.ts)
+// as well as in-process (builder.ts). The plan is made on the main thread (plan.ts).
+import { composeMessage, toWire, type AttachmentInput, type RawMessage } from "./compose";
+import { applyDecoration, type DecorationPlan } from "./decorate";
 import { dkimHeader, prepareDkim } from "./dkim";
 import { htmlToText } from "./html-text";
-import type { ClaimedEmail, ContentRow } from "./outbox-store";
-import { systemSigningProject } from "./outbox-store";
+import type { ContentRow } from "./outbox-store";
+import { renderHtml, renderSubject, renderText } from "./render";
 import type { Signer } from "./signer";
-import { usesUnsubscribeUrl, type MailType } from "./tracking";
+import { toSmtpData } from "./smtp-data";
+import type { FreshLinks, LinkKeys } from "./tracked-links";
 
-export interface BuiltMessage {
-  raw: Buffer;
-  envelopeFrom: string;
-  /** Whether a DKIM signature was added (no key: sent unsigned). */
-  signed: boolean;
+/** Everything about one recipient's message that needs the database or the installation's secrets, as plain data. */
+export interface BuildPlan {
+  emailId: string;
+  contentId: string;
+  /** SYSTEM mail (account emails) is written by the server itself: no template syntax, no decoration. */
+  system: boolean;
+  /** Without angle brackets. */
+  messageId: string;
+  toEmail: string;
+  toName: string | null;
+  /** The recipient's render variables (JSON, from the email row). */
+  varsJson: string | null;
+  /** Reserved variables added at build time (the signed subscription links). */
+  extraVars: Record<string, string> | null;
+  decoration: DecorationPlan | null;
+  dkim: { domain: string; selector: string; privateKeyPem: string } | null;
+  /** Date header and DKIM t=, epoch ms. */
+  now: number;
 }
 
-/**
- * The DKIM key for a message: the sender domain's key in the email's project (getSigningKey caches
- * KeyObjects). Account emails (no project) use the key of the project where MAILSVC_SYSTEM_FROM's
- * domain is VERIFIED, looked up once a minute.
- */
-export class SigningKeys {
-  private system = new Map<string, { projectId: string | null; expires: number }>();
-  constructor(
-    private readonly ctx: AppContext,
-    private readonly ttlMs = 60_000,
-  ) {}
-
-  async get(projectId: string | null, domain: string): Promise<SigningKey | null> {
-    let pid = projectId;
-    if (pid === null) {
-      const now = this.ctx.clock.now();
-      const hit = this.system.get(domain);
-      if (hit && hit.expires > now) pid = hit.projectId;
-      else {
-        pid = await this.ctx.store.exclusive((sqlite) => systemSigningProject(sqlite, domain));
-        this.system.set(domain, { projectId: pid, expires: now + this.ttlMs });
-      }
-    }
-    return pid ? getSigningKey(this.ctx, pid, domain) : null;
-  }
+export interface BuiltMessage {
+  /** The message ready for SMTP DATA (see smtp-data.ts). */
+  raw: Buffer;
+  /** Whether a DKIM signature was added (no key: sent unsigned). */
+  signed: boolean;
+  /** Time spent signing (ms), for the dkim metric. */
+  signMs: number;
+  /** Click-tracked links seen first: store them before the message leaves. */
+  links: FreshLinks;
 }
 
 export const messageIdFor = (emailId: string, hostname: string) => `<${emailId}@${hostname}>`;
-
-export function envelopeFromFor(emailId: string, fromEmail: string): string {
-  return `bounces+${emailId}@${bounceDomainFor(domainOf(fromEmail))}`;
-}
-
 
 /**
  * The plain-text part when the content has none: the HTML *template* converted to a text template
@@ -76,57 +69,62 @@ function attachmentsOf(content: ContentRow): AttachmentInput[] | null {
   return a;
 }
 
-/** Rendered parts of one recipient's message (before MIME). */
-export async function renderFor(ctx: AppContext, row: ClaimedEmail, content: ContentRow) {
-  if (row.source_type === "SYSTEM") {
-    // Account emails are written by the server itself: no template syntax, no tracking.
-    return { subject: content.subject, html: content.html, text: content.text ?? htmlToText(content.html), headers: {} as Record<string, string> };
-  }
-  const vars: Record<string, unknown> = row.vars ? JSON.parse(row.vars) : {};
-  if (row.project_id) Object.assign(vars, subscriptionUrls(ctx, row.project_id, row.contact_id, row.to_email));
+const customHeaders = new WeakMap<ContentRow, Record<string, string>>();
+function customHeadersOf(content: ContentRow): Record<string, string> {
+  let h = customHeaders.get(content);
+  if (h === undefined) customHeaders.set(content, (h = content.headers ? (JSON.parse(content.headers) as Record<string, string>) : {}));
+  return h;
+}
+
+interface Rendered {
+  subject: string;
+  html: string;
+  text: string;
+  headers: Record<string, string>;
+}
+
+function render(plan: BuildPlan, content: ContentRow, linkKeys: LinkKeys, links: FreshLinks): Rendered {
+  if (plan.system) return { subject: content.subject, html: content.html, text: content.text ?? htmlToText(content.html), headers: {} };
+  const vars: Record<string, unknown> = plan.varsJson ? JSON.parse(plan.varsJson) : {};
+  if (plan.extraVars) Object.assign(vars, plan.extraVars);
   const subject = renderSubject(content.subject, vars);
   let html = renderHtml(content.html, vars);
   let headers: Record<string, string> = {};
-  if (row.project_id) {
-    const dec = await decorateMessage(ctx, {
-      projectId: row.project_id,
-      emailId: row.id,
-      contactId: row.contact_id,
-      toEmail: row.to_email,
-      type: (content.type as MailType) ?? "TRANSACTIONAL",
-      html,
-      bodyUsesUnsubscribeUrl: usesUnsubscribeUrl(content.html),
-    });
-    html = dec.html;
-    headers = dec.headers;
-  }
+  const d = plan.decoration;
+  if (d) ({ html, headers } = applyDecoration(html, d, linkKeys.forMessage(d.projectId, d.linkGeneration, links)));
   const text = content.text !== null ? renderText(content.text, vars) : derivedText(content, vars, html);
   return { subject, html, text, headers };
 }
 
-export async function buildMessage(ctx: AppContext, row: ClaimedEmail, content: ContentRow, keys: SigningKeys, signer: Signer): Promise<BuiltMessage> {
-  const r = await renderFor(ctx, row, content);
-  const custom: Record<string, string> = content.headers ? JSON.parse(content.headers) : {};
-  const attachments = attachmentsOf(content);
-  const now = ctx.clock.now();
-  const msg = await composeMessage({
-    messageId: (row.message_id ?? messageIdFor(row.id, ctx.config.hostname)).replace(/^<|>$/g, ""),
-    date: new Date(now),
+/**
+ * Renders and composes in one synchronous stretch: the rendered bodies (tens of KB of strings per
+ * message) are garbage before the next await, so they never survive into the old generation.
+ */
+function compose(plan: BuildPlan, content: ContentRow, linkKeys: LinkKeys, links: FreshLinks): RawMessage | Promise<RawMessage> {
+  const r = render(plan, content, linkKeys, links);
+  return composeMessage({
+    messageId: plan.messageId,
+    date: new Date(plan.now),
     from: { name: content.from_name, email: content.from_email },
-    to: { name: row.to_name, email: row.to_email },
+    to: { name: plan.toName, email: plan.toEmail },
     replyTo: content.reply_to,
     subject: r.subject,
     html: r.html,
     text: r.text,
-    headers: { ...custom, ...r.headers },
-    attachments,
+    headers: { ...customHeadersOf(content), ...r.headers },
+    attachments: attachmentsOf(content),
   });
-  const envelopeFrom = envelopeFromFor(row.id, content.from_email);
-  const key = await keys.get(row.project_id, domainOf(content.from_email));
-  if (!key) return { raw: toWire(msg), envelopeFrom, signed: false };
+}
+
+export async function buildPlanned(plan: BuildPlan, content: ContentRow, linkKeys: LinkKeys, signer: Signer): Promise<BuiltMessage> {
+  const links: FreshLinks = [];
+  const composing = compose(plan, content, linkKeys, links);
+  const msg = composing instanceof Promise ? await composing : composing;
+  const key = plan.dkim;
+  if (!key) return { raw: toSmtpData(toWire(msg)), signed: false, signMs: 0, links };
   const t0 = performance.now();
-  const prepared = prepareDkim(msg, { domain: key.domain, selector: key.selector, timeMs: now });
+  const prepared = prepareDkim(msg, { domain: key.domain, selector: key.selector, timeMs: plan.now });
   const signature = await signer.sign(key.privateKeyPem, prepared.data);
-  ctx.metrics.dkimSignSeconds.observe((performance.now() - t0) / 1000);
-  return { raw: toWire(msg, dkimHeader(prepared, signature)), envelopeFrom, signed: true };
+  const signMs = performance.now() - t0;
+  return { raw: toSmtpData(toWire(msg, dkimHeader(prepared, signature))), signed: true, signMs, links };
 }

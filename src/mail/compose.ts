@@ -6,6 +6,7 @@ import { randomBytes } from "node:crypto";
 import MailComposer from "nodemailer/lib/mail-composer";
 import * as mimeFuncs from "nodemailer/lib/mime-funcs";
 import { BodyWriter } from "./qp";
+import { crlfLineEnds } from "./smtp-data";
 
 export interface Address {
   name?: string | null;
@@ -123,7 +124,7 @@ export async function composeWithAttachments(input: MessageInput): Promise<RawMe
     })),
   } as ConstructorParameters<typeof MailComposer>[0]);
   const raw = await new Promise<Buffer>((resolve, reject) => mc.compile().build((err, msg) => (err ? reject(err) : resolve(msg))));
-  return splitRaw(raw);
+  return splitRaw(crlfLineEnds(raw));
 }
 
 export function splitRaw(raw: Buffer): RawMessage {

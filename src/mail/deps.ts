@@ -1,6 +1,6 @@
 // The engine's calls into other parts of the service (rendering, sender domains, contacts and
 // events, the feedback loop), gathered in one place.
-export { decorateMessage, subscriptionUrls } from "./tracking";
+export { planDecoration, subscriptionUrls } from "./tracking";
 export { renderHtml, renderSubject, renderText } from "./render";
 export { bounceDomainFor, getSigningKey, type SigningKey } from "../modules/domains/service";
 export { setSubscribed } from "../audience/contacts";

@@ -5,8 +5,8 @@
 import type { Resolver } from "node:dns/promises";
 import type { AppContext } from "../context";
 import { domainOf } from "./address";
-import { buildMessage, SigningKeys } from "./build";
-import { releaseBuffer } from "./buffers";
+import { InlineBuilder, WorkerBuilder, type MessageBuilder } from "./builder";
+import { envelopeFromFor, planMessage, SigningKeys } from "./plan";
 import { createResolver } from "./dns";
 import { recordBounces, type BounceWrite } from "./bounces";
 import { notifyEvents } from "./deps";
@@ -24,7 +24,9 @@ import {
   type OutcomeWrite,
 } from "./outbox-store";
 import { Dispatcher, parseRelayUrl, type DeliveryInfo } from "./pool";
-import { sharedSigner, type Signer } from "./signer";
+import { sharedSigner } from "./signer";
+import { secretOf } from "./tokens";
+import { storeLinks } from "./tracked-links";
 import type { DeliveryResult } from "./smtp-result";
 import type { SmtpTimeouts } from "./smtp-client";
 
@@ -43,6 +45,8 @@ export interface OutboxOptions {
   maxMessagesPerConnection: number;
   /** How long the first outcome of a group commit waits for others. */
   groupCommitMs: number;
+  /** Build messages in a worker thread (see builder.ts); false builds them on the main thread. */
+  buildInWorker: boolean;
   timeouts?: Partial<SmtpTimeouts>;
 }
 
@@ -56,6 +60,7 @@ export const DEFAULT_OUTBOX_OPTIONS: OutboxOptions = {
   idleMs: 10_000,
   maxMessagesPerConnection: 1000,
   groupCommitMs: 5,
+  buildInWorker: true,
 };
 
 /** Token bucket per project. */
@@ -77,7 +82,8 @@ class ProjectBuckets {
 class ContentCache {
   private map = new Map<string, { row: ContentRow; size: number }>();
   private size = 0;
-  constructor(private readonly maxBytes = 8 * 1024 * 1024) {}
+  // Small: the main thread only plans with a content and sends it to the build worker once.
+  constructor(private readonly maxBytes = 2 * 1024 * 1024) {}
   get(id: string): ContentRow | undefined {
     const e = this.map.get(id);
     if (!e) return undefined;
@@ -114,7 +120,7 @@ export class Outbox {
   private readonly contents = new ContentCache();
   private readonly buckets: ProjectBuckets;
   private readonly keys: SigningKeys;
-  private readonly signer: Signer;
+  private builderInstance: MessageBuilder | null = null;
   private readonly dispatcher: Dispatcher;
   private readonly relay: boolean;
   private readonly resolver: Resolver;
@@ -135,7 +141,6 @@ export class Outbox {
     this.opts = { ...DEFAULT_OUTBOX_OPTIONS, ...opts };
     this.buckets = new ProjectBuckets(this.opts.projectRatePerSecond);
     this.keys = new SigningKeys(ctx);
-    this.signer = sharedSigner();
     this.resolver = createResolver(ctx.config);
     const relay = ctx.config.smtpRelay ? parseRelayUrl(ctx.config.smtpRelay) : null;
     this.relay = !!relay;
@@ -179,6 +184,8 @@ export class Outbox {
     await this.ticking;
     await Promise.allSettled([...this.processing]);
     await this.dispatcher.close();
+    await this.builderInstance?.close();
+    this.builderInstance = null;
     await this.flush();
     const left = [...this.inflight.keys()];
     this.inflight.clear();
@@ -307,23 +314,44 @@ export class Outbox {
     await Promise.all(builds);
   }
 
+  /** Built lazily: the token secret is loaded by the tracking module's install, after the outbox exists. */
+  private get builder(): MessageBuilder {
+    if (!this.builderInstance) {
+      const secret = secretOf(this.ctx);
+      this.builderInstance = this.opts.buildInWorker ? new WorkerBuilder(secret, sharedSigner(), this.ctx.log) : new InlineBuilder(secret, sharedSigner());
+    }
+    return this.builderInstance;
+  }
+
   private async deliver(row: ClaimedEmail, content: ContentRow): Promise<void> {
     let built;
+    const builder = this.builder;
     try {
-      built = await buildMessage(this.ctx, row, content, this.keys, this.signer);
+      const plan = await planMessage(this.ctx, row, content, this.keys);
+      built = await builder.build(plan, content);
+      if (plan.decoration && built.links.length) {
+        // The links must be stored before the message can leave (a click may come at once).
+        await storeLinks(this.ctx, plan.decoration.projectId, built.links).catch((e) => {
+          builder.forgetLinks();
+          builder.release(built!.raw);
+          throw e;
+        });
+      }
+      if (built.signed) this.ctx.metrics.dkimSignSeconds.observe(built.signMs / 1000);
     } catch (e) {
       this.ctx.log.error("outbox: building the message failed", { email: row.id, error: String(e) });
       return this.finish(row, { kind: "deferred", code: 0, reply: `local error: ${String((e as Error)?.message ?? e)}`.slice(0, 500), stage: "local" }, { host: null, secure: false, ms: 0 });
     }
-    if (this.stopped) return;
+    if (this.stopped) return builder.release(built.raw);
+    const raw = built.raw;
     // Not awaited: the dispatcher calls done() when the message has an outcome.
     void this.dispatcher.submit({
       id: row.id,
       domain: domainOf(row.to_email),
-      from: built.envelopeFrom,
+      from: envelopeFromFor(row.id, content.from_email),
       to: row.to_email,
-      raw: built.raw,
-      done: (result, info) => this.finish(row, result, info).finally(() => releaseBuffer(built.raw)),
+      raw,
+      done: (result, info) => this.finish(row, result, info).finally(() => builder.release(raw)),
     });
   }
 

@@ -1,5 +1,5 @@
 // Quoted-printable (RFC 2045) for message bodies, written straight into the message buffer.
-// Line breaks of any style become CRLF. The output never holds a tab, two spaces in a row or a
+// Line breaks of any style become CRLF; a dot that would start a line is encoded. The output never holds a tab, two spaces in a row or a
 // space before a line break, so its DKIM relaxed body canonicalization is the body itself and the
 // signer can hash the bytes as they are (see dkim.ts).
 import { acquireBuffer } from "./buffers";
@@ -32,6 +32,16 @@ export function qpEncodeInto(src: Uint8Array, len: number, out: Buffer, o: numbe
         out[o + 2] = 10;
         o += 3;
         col = 0;
+      }
+      if (b === 46 && col === 0) {
+        // A dot starting a line is written =2E: the body then needs no SMTP dot-stuffing (smtp-data.ts).
+        out[o] = 61;
+        out[o + 1] = 50;
+        out[o + 2] = 69;
+        o += 3;
+        col = 3;
+        prevSpace = false;
+        continue;
       }
       out[o++] = b;
       col++;

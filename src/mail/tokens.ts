@@ -27,7 +27,8 @@ export async function loadTokenSecret(ctx: AppContext): Promise<Buffer> {
   return secret;
 }
 
-function secretOf(ctx: AppContext): Buffer {
+/** The installation's token secret (loaded by the tracking module's install). */
+export function secretOf(ctx: AppContext): Buffer {
   const s = secrets.get(ctx);
   if (!s) throw new Error("token secret not loaded: the tracking module's install() must run first");
   return s;
@@ -38,7 +39,9 @@ function mac(secret: Buffer, data: string, bytes = SIG_BYTES): Buffer {
 }
 
 /** A keyed digest for other signed names (link keys): `bytes` of HMAC-SHA256, base64url. */
-export const keyedDigest = (ctx: AppContext, data: string, bytes: number) => mac(secretOf(ctx), data, bytes).toString("base64url");
+export const keyedDigest = (ctx: AppContext, data: string, bytes: number) => keyedDigestWith(secretOf(ctx), data, bytes);
+/** keyedDigest with the secret in hand (the message-building worker has no AppContext). */
+export const keyedDigestWith = (secret: Buffer, data: string, bytes: number) => mac(secret, data, bytes).toString("base64url");
 
 export type TokenKind = "open" | "click" | "sub";
 const KIND_CODE: Record<TokenKind, number> = { open: 0x6f, click: 0x63, sub: 0x73 };

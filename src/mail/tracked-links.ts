@@ -3,53 +3,72 @@
 // Decoration registers the links of a message before it is sent (persist first); a campaign's links
 // are written by its first message and remembered in memory for the rest.
 import type { AppContext } from "../context";
-import { keyedDigest } from "./tokens";
+import { keyedDigest, keyedDigestWith } from "./tokens";
 
 const MAX_REMEMBERED = 200_000;
-/** projectId -> url -> link key, for links known to be stored. */
-const stored = new WeakMap<AppContext, Map<string, Map<string, string>>>();
+
+/**
+ * Bumped when a project's links are deleted (project reset): builders then forget what they have
+ * reported, so links are stored again. Travels to the build worker inside each build plan.
+ */
+const generations = new WeakMap<AppContext, number>();
+export const linkGeneration = (ctx: AppContext) => generations.get(ctx) ?? 0;
 
 export const linkKeyFor = (ctx: AppContext, projectId: string, url: string) => keyedDigest(ctx, `link\n${projectId}\n${url}`, 8);
+const linkKeyWith = (secret: Buffer, projectId: string, url: string) => keyedDigestWith(secret, `link\n${projectId}\n${url}`, 8);
 
-export interface LinkBatch {
-  /** The key of `url` (computed once per project and URL). */
-  key(url: string): string;
-  /** Stores the links first seen by this batch. */
-  flush(): Promise<void>;
+/** Click-tracked links a message builder saw first: [url, link key] pairs to store before the message leaves. */
+export type FreshLinks = [url: string, key: string][];
+
+/**
+ * Link keys for message builders (in the build worker or in-process). Remembers which links it has
+ * already reported per project, so a campaign's links are reported (and stored) once; `forget` when
+ * storing failed, so they are reported again.
+ */
+export class LinkKeys {
+  private reported = new Map<string, Map<string, string>>();
+  private count = 0;
+  private generation = 0;
+  constructor(private readonly secret: Buffer) {}
+
+  /** A key function for one message of `projectId`; what it saw first lands in `fresh`. */
+  forMessage(projectId: string, generation: number, fresh: FreshLinks): (url: string) => string {
+    if (generation !== this.generation) {
+      this.forget();
+      this.generation = generation;
+    }
+    let known = this.reported.get(projectId);
+    if (!known) this.reported.set(projectId, (known = new Map()));
+    const seen = known;
+    return (url) => {
+      let key = seen.get(url);
+      if (key === undefined) {
+        if (this.count >= MAX_REMEMBERED) this.forget();
+        key = linkKeyWith(this.secret, projectId, url);
+        seen.set(url, key);
+        this.count++;
+        fresh.push([url, key]);
+      }
+      return key;
+    };
+  }
+
+  forget(): void {
+    this.reported.clear();
+    this.count = 0;
+  }
 }
 
-/** Collects the links of one message; `flush` before the message is handed to SMTP. */
-export function linkBatch(ctx: AppContext, projectId: string): LinkBatch {
-  let byProject = stored.get(ctx);
-  if (!byProject) stored.set(ctx, (byProject = new Map()));
-  let known = byProject.get(projectId);
-  if (!known) byProject.set(projectId, (known = new Map()));
-  const cache = known;
-  const all = byProject;
-  const fresh = new Map<string, string>();
-  return {
-    key(url) {
-      const k = cache.get(url) ?? fresh.get(url);
-      if (k) return k;
-      const key = linkKeyFor(ctx, projectId, url);
-      fresh.set(url, key);
-      return key;
-    },
-    async flush() {
-      if (!fresh.size) return;
-      const now = ctx.clock.now();
-      await ctx.store.exclusive((sqlite) => {
-        const ins = sqlite.query("INSERT OR IGNORE INTO tracked_links (project_id, hash, url, created_at) VALUES (?, ?, ?, ?)");
-        sqlite.transaction(() => {
-          for (const [url, key] of fresh) ins.run(projectId, key, url, now);
-        })();
-      });
-      if (cache.size + fresh.size > MAX_REMEMBERED) cache.clear();
-      if (all.size > 10_000) all.clear(), all.set(projectId, cache);
-      for (const [url, key] of fresh) cache.set(url, key);
-      fresh.clear();
-    },
-  };
+/** Stores links a builder reported (INSERT OR IGNORE: another builder may have stored them). */
+export async function storeLinks(ctx: AppContext, projectId: string, links: FreshLinks): Promise<void> {
+  if (!links.length) return;
+  const now = ctx.clock.now();
+  await ctx.store.exclusive((sqlite) => {
+    const ins = sqlite.query("INSERT OR IGNORE INTO tracked_links (project_id, hash, url, created_at) VALUES (?, ?, ?, ?)");
+    sqlite.transaction(() => {
+      for (const [url, key] of links) ins.run(projectId, key, url, now);
+    })();
+  });
 }
 
 /** The URL behind a click: the link of the email's project, or null. */
@@ -67,5 +86,5 @@ export async function resolveClick(ctx: AppContext, emailId: string, linkKey: st
 /** Forgets a project's links (project reset). */
 export async function deleteProjectLinks(ctx: AppContext, projectId: string): Promise<void> {
   await ctx.db.deleteFrom("tracked_links").where("project_id", "=", projectId).execute();
-  stored.get(ctx)?.clear();
+  generations.set(ctx, linkGeneration(ctx) + 1);
 }

@@ -5,12 +5,15 @@ import { generateKeyPairSync } from "node:crypto";
 import { authenticate } from "mailauth";
 import { simpleParser } from "mailparser";
 import { acquireBuffer, releaseBuffer } from "../../src/mail/buffers";
+import type { BuildPlan } from "../../src/mail/build";
+import { checkWorkerBuild, InlineBuilder, WorkerBuilder } from "../../src/mail/builder";
 import { composeAlternative, splitRaw, toWire } from "../../src/mail/compose";
 import { checkCustomHeaders } from "../../src/mail/custom-headers";
 import { dkimHeader, prepareDkim, relaxedBody } from "../../src/mail/dkim";
 import { htmlToText } from "../../src/mail/html-text";
 import { parseRelayUrl } from "../../src/mail/pool";
 import { qpEncode } from "../../src/mail/qp";
+import { isSmtpReady, toSmtpData } from "../../src/mail/smtp-data";
 import { Signer } from "../../src/mail/signer";
 import { fromSmtpError } from "../../src/mail/smtp-result";
 
@@ -46,6 +49,21 @@ describe("quoted-printable", () => {
       expect(qpDecode(enc).toString("utf8")).toBe(s.replace(/\r\n|\r|\n/g, "\r\n"));
     });
   }
+});
+
+describe("SMTP DATA form", () => {
+  test("quoted-printable never starts a line with a dot", () => {
+    const enc = qpEncode(".a\n..b\n" + "x".repeat(74) + ".c").toString("latin1");
+    for (const line of enc.split("\r\n")) expect(line.startsWith(".")).toBe(false);
+    expect(qpDecode(enc).toString()).toBe(".a\r\n..b\r\n" + "x".repeat(74) + ".c");
+  });
+
+  test("toSmtpData passes ready bytes through and fixes the rest", () => {
+    const ready = Buffer.from("Subject: x\r\n\r\nline\r\n=2Edot\r\n");
+    expect(isSmtpReady(ready)).toBe(true);
+    expect(toSmtpData(ready)).toBe(ready);
+    expect(toSmtpData(Buffer.from(".a\r\n.b\nc\rd\r\n..e")).toString()).toBe("..a\r\n..b\r\nc\r\nd\r\n...e");
+  });
 });
 
 describe("DKIM", () => {
@@ -149,4 +167,66 @@ test("relay URLs", () => {
   expect(parseRelayUrl("smtps://user%40x.test:p%3Ass@relay.test")).toEqual({ host: "relay.test", port: 465, secure: true, auth: { user: "user@x.test", pass: "p:ss" } });
   expect(parseRelayUrl("smtp://relay.test:2525")).toEqual({ host: "relay.test", port: 2525, secure: false });
   expect(() => parseRelayUrl("http://relay.test")).toThrow();
+});
+
+describe("message builders", () => {
+  const content = {
+    id: "c1",
+    project_id: "p1",
+    subject: "Hi {{name}}",
+    html: '<p>Hello {{name}} <a href="https://example.com/a?x=1&amp;y=2">a</a> <a href="https://example.com/b">b</a></p>',
+    text: null,
+    from_email: "news@sender.test",
+    from_name: "News",
+    reply_to: null,
+    type: "MARKETING",
+    headers: null,
+    attachments: null,
+  };
+  const plan = (emailId: string): BuildPlan => ({
+    emailId,
+    contentId: "c1",
+    system: false,
+    messageId: `${emailId}@mailsvc.test`,
+    toEmail: "ann@rcpt.test",
+    toName: "Ann",
+    varsJson: JSON.stringify({ name: "Ann" }),
+    extraVars: { unsubscribeUrl: "https://x.test/unsubscribe/t" },
+    decoration: { projectId: "p1", footer: "<div>footer</div>", pixelUrl: "https://x.test/t/o/px", clickBase: "https://x.test/t/c/tok.", skipPrefixes: [], headers: { "List-Unsubscribe": "<https://x.test/u>" }, linkGeneration: 0 },
+    dkim: null,
+    now: Date.UTC(2026, 10, 21),
+  });
+
+  test("the worker and the in-process builder make the same message and report each link once", async () => {
+    const secret = Buffer.alloc(32, 7);
+    const inline = new InlineBuilder(secret, new Signer());
+    const worker = new WorkerBuilder(secret, new Signer(), { info() {}, warn() {}, error() {}, line() {}, json() {}, flush() {}, close() {} });
+    try {
+      const a = await inline.build(plan("e1"), content);
+      const b = await worker.build(plan("e1"), content);
+      expect(worker.mode).toBe("worker");
+      const [pa, pb] = await Promise.all([simpleParser(a.raw), simpleParser(b.raw)]);
+      expect(pb.html).toBe(pa.html as string);
+      expect(pb.text).toBe(pa.text);
+      expect(pb.headers.get("list-unsubscribe")).toEqual(pa.headers.get("list-unsubscribe"));
+      expect(pa.html).toContain("https://x.test/t/c/tok.");
+      expect(pa.html).toContain("<div>footer</div>");
+      expect(b.links).toEqual(a.links);
+      expect(a.links.map(([url]) => url)).toEqual(["https://example.com/a?x=1&y=2", "https://example.com/b"]);
+      // A second message of the same project reports nothing new; a new link generation reports again.
+      expect((await worker.build(plan("e2"), content)).links).toEqual([]);
+      const p3 = plan("e3");
+      p3.decoration!.linkGeneration = 1;
+      expect((await worker.build(p3, content)).links).toHaveLength(2);
+      worker.release(b.raw);
+    } finally {
+      await worker.close();
+    }
+  });
+
+  test("mailsvc selfcheck: the worker starts and builds", async () => {
+    const r = await checkWorkerBuild({ info() {}, warn() {}, error() {}, line() {}, json() {}, flush() {}, close() {} });
+    expect(r.builtIn).toBe("worker");
+    expect(r.bytes).toBeGreaterThan(100);
+  });
 });

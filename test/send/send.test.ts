@@ -105,6 +105,25 @@ describe("POST /v1/send delivers", () => {
     expect(dkim[0]!.status.result).toBe("pass");
   });
 
+  test("lines starting with a dot and bare line feeds survive SMTP (with and without attachments), signed", async () => {
+    const body = "<pre>\n.hidden line\n..two dots\n.\nlast</pre>";
+    for (const [to, attachments] of [
+      [`dots@${RCPT}`, undefined],
+      [`dots-att@${RCPT}`, [{ filename: "d.txt", content: Buffer.from(".\r\n..\nx\n.").toString("base64"), contentType: "text/plain" }]],
+    ] as const) {
+      const r = await send({ to, from, subject: "Dots", body, ...(attachments ? { attachments } : {}) });
+      expect(r.status).toBe(200);
+      await waitForView(env.srv, key, r.body.data.emails[0].email, "DELIVERED");
+      const msg = env.sink.byRecipient(to)[0]!;
+      const p = await msg.parse();
+      expect(p.html).toContain("\n.hidden line\n..two dots\n.\nlast");
+      expect(p.text!.replace(/\r\n/g, "\n")).toContain(".hidden line\n..two dots\n.\nlast");
+      if (attachments) expect(p.attachments[0]!.content.toString()).toBe(".\r\n..\nx\n.");
+      const dkim = await verifyDkim(env, msg.raw);
+      expect(dkim[0]!.status.result).toBe("pass");
+    }
+  });
+
   test("custom headers and reply-to are on the message", async () => {
     const r = await send({ to: `hdr@${RCPT}`, from, subject: "H", body: "<p>h</p>", headers: { "X-Campaign-Ref": "abc-123", "X-Entity-Ref-ID": "e1" }, reply: `support@${SENDER}` });
     expect(r.status).toBe(200);

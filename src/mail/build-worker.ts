@@ -1,0 +1,81 @@
+// The message-building worker (see builder.ts): plans in, signed message bytes out. Keeps the
+// contents it was sent (LRU by size) and the pool of message buffers the main thread hands back.
+import { fullGC } from "bun:jsc";
+import { buildPlanned } from "./build";
+import { replyOf, type FromWorker, type ToWorker } from "./builder";
+import { releaseBuffer } from "./buffers";
+import type { ContentRow } from "./outbox-store";
+import { Signer } from "./signer";
+import { LinkKeys } from "./tracked-links";
+
+declare const self: Worker;
+
+const MAX_CONTENT_BYTES = 4 * 1024 * 1024;
+const contents = new Map<string, { row: ContentRow; size: number }>();
+let contentBytes = 0;
+
+function remember(row: ContentRow) {
+  const old = contents.get(row.id);
+  if (old) contentBytes -= old.size;
+  const size = row.html.length + row.subject.length + (row.text?.length ?? 0) + (row.attachments?.length ?? 0) + (row.headers?.length ?? 0);
+  contents.delete(row.id);
+  contents.set(row.id, { row, size });
+  contentBytes += size;
+  for (const [id, e] of contents) {
+    if (contentBytes <= MAX_CONTENT_BYTES || contents.size <= 1) break;
+    contents.delete(id);
+    contentBytes -= e.size;
+  }
+}
+
+function lookup(id: string): ContentRow | undefined {
+  const e = contents.get(id);
+  if (!e) return undefined;
+  contents.delete(id);
+  contents.set(id, e);
+  return e.row;
+}
+
+/**
+ * Every message leaves ~60 KB of dead strings (rendered and decorated bodies). Left to its own
+ * heuristics JSC lets 50-80 MB of them pile up between collections (young-generation collections
+ * did not free them: measured). A full collection of this small heap takes a few milliseconds and
+ * pauses nobody but this thread.
+ */
+const COLLECT_EVERY = 100;
+let built = 0;
+function collectSometimes() {
+  if (++built % COLLECT_EVERY === 0) fullGC();
+}
+
+const signer = new Signer();
+let links: LinkKeys | null = null;
+const reply = (m: FromWorker, transfer: ArrayBuffer[] = []) => self.postMessage(m, transfer);
+
+self.onmessage = async (e: MessageEvent<ToWorker>) => {
+  const m = e.data;
+  switch (m.type) {
+    case "init":
+      links = new LinkKeys(Buffer.from(m.secret));
+      return;
+    case "release":
+      releaseBuffer(Buffer.from(m.buffer));
+      return;
+    case "forget-links":
+      links?.forget();
+      return;
+    case "build": {
+      if (m.content) remember(m.content);
+      const content = lookup(m.plan.contentId);
+      if (!content) return reply({ seq: m.seq, ok: false, needContent: true });
+      try {
+        if (!links) throw new Error("build worker not initialised");
+        const r = replyOf(m.seq, await buildPlanned(m.plan, content, links, signer));
+        reply(r.message, r.transfer);
+        collectSometimes();
+      } catch (err) {
+        reply({ seq: m.seq, ok: false, error: String((err as Error)?.message ?? err) });
+      }
+    }
+  }
+};

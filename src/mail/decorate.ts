@@ -1,0 +1,138 @@
+// Decoration of a rendered HTML body (open pixel, click-tracked links, unsubscribe footer) as pure
+// functions of the HTML and a plan: no database, no AppContext. The plan is made on the main thread
+// (tracking.ts, planDecoration); this file also runs in the message-building worker.
+
+export interface Decorated {
+  html: string;
+  /** Extra headers (List-Unsubscribe, List-Unsubscribe-Post). */
+  headers: Record<string, string>;
+}
+
+/**
+ * What decoration does to one message, as plain data: computed on the main thread (it reads the
+ * project's settings), applied to the rendered HTML wherever the message is built (applyDecoration,
+ * in the build worker as a rule).
+ */
+export interface DecorationPlan {
+  projectId: string;
+  /** Appended at the end of <body>. */
+  footer?: string;
+  pixelUrl?: string;
+  /** Click tracking: a link becomes `clickBase + <link key>`. */
+  clickBase?: string;
+  skipPrefixes: string[];
+  /** List-Unsubscribe and List-Unsubscribe-Post for list mail. */
+  headers: Record<string, string>;
+  /** linkGeneration() when planned (see tracked-links.ts). */
+  linkGeneration: number;
+}
+
+/** Applies a plan to the rendered HTML; `linkKey` names a tracked URL (LinkKeys.forMessage). */
+export function applyDecoration(html: string, plan: DecorationPlan, linkKey: (url: string) => string): Decorated {
+  const clickBase = plan.clickBase;
+  return {
+    html: decorateHtml(html, {
+      footer: plan.footer,
+      pixelUrl: plan.pixelUrl,
+      trackUrl: clickBase !== undefined ? (url) => clickBase + linkKey(url) : undefined,
+      skipPrefixes: plan.skipPrefixes,
+    }),
+    headers: plan.headers,
+  };
+}
+
+// ---- HTML ------------------------------------------------------------------------------------------
+
+export interface HtmlDecoration {
+  /** Appended at the end of <body> (or of the document). */
+  footer?: string;
+  /** The open pixel's URL, appended last. */
+  pixelUrl?: string;
+  /** Maps an original http(s) link to its tracked URL; absent = no click tracking. */
+  trackUrl?: (url: string) => string;
+  /** Links starting with these are never rewritten (our own pages). */
+  skipPrefixes?: string[];
+}
+
+// Links: an <a>/<area> start tag (attribute values may hold ">"), plus the regions to step over.
+const SCAN = /<(?:a|area)\b(?:[^>"']|"[^"]*"|'[^']*')*>|<!--|<(script|style)\b/gi;
+const HREF = /(\shref\s*=\s*)(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))/i;
+const NO_TRACK = /\sdata-no-track\b/i;
+const HTTP_URL = /^https?:\/\/[^\s]/i;
+const ATTR_UNSAFE = /[&"<>]/;
+
+/**
+ * Rewrites links and appends footer and pixel. A single regex pass over the markup (no DOM: this runs
+ * once per recipient of a campaign): comments and <script>/<style> contents are stepped over.
+ * Not rewritten: anything but absolute http(s) URLs (mailto:, tel:, #anchors, relative links), our
+ * own subscription/tracking links, and links marked `data-no-track`.
+ */
+export function decorateHtml(html: string, d: HtmlDecoration): string {
+  const tail = (d.footer ?? "") + (d.pixelUrl ? pixelHtml(d.pixelUrl) : "");
+  if (!tail && !d.trackUrl) return html;
+  let out = html;
+  if (d.trackUrl) {
+    const track = d.trackUrl;
+    const skip = d.skipPrefixes ?? [];
+    const parts: string[] = [];
+    let last = 0;
+    const re = new RegExp(SCAN);
+    let m: RegExpExecArray | null;
+    while ((m = re.exec(html))) {
+      const tag = m[0];
+      if (tag === "<!--") {
+        const end = html.indexOf("-->", m.index + 4);
+        re.lastIndex = end < 0 ? html.length : end + 3;
+        continue;
+      }
+      if (m[1]) {
+        const end = html.toLowerCase().indexOf(`</${m[1].toLowerCase()}`, re.lastIndex);
+        re.lastIndex = end < 0 ? html.length : end;
+        continue;
+      }
+      const h = HREF.exec(tag);
+      if (!h || NO_TRACK.test(tag)) continue;
+      const url = decodeEntities(h[2] ?? h[3] ?? h[4] ?? "").trim();
+      if (!HTTP_URL.test(url) || skip.some((p) => url.startsWith(p))) continue;
+      const tracked = track(url);
+      parts.push(html.slice(last, m.index), tag.slice(0, h.index), `${h[1]}"${ATTR_UNSAFE.test(tracked) ? escapeAttr(tracked) : tracked}"`, tag.slice(h.index + h[0].length));
+      last = m.index + tag.length;
+    }
+    if (parts.length) out = parts.join("") + html.slice(last);
+  }
+  if (!tail) return out;
+  const close = out.toLowerCase().lastIndexOf("</body");
+  return close < 0 ? out + tail : out.slice(0, close) + tail + out.slice(close);
+}
+
+export function pixelHtml(url: string): string {
+  return `<img src="${escapeAttr(url)}" width="1" height="1" alt="" style="display:block;width:1px;height:1px;border:0;margin:0;padding:0" />`;
+}
+
+export function footerHtml(unsubscribeUrl: string, manageUrl: string): string {
+  return (
+    `<div style="margin:32px 0 0;padding:16px 0 0;border-top:1px solid #e5e5e5;font:12px/1.5 Arial,Helvetica,sans-serif;color:#6b6b6b;text-align:center">` +
+    `You are receiving this email because you subscribed to it. ` +
+    `<a href="${escapeAttr(unsubscribeUrl)}" style="color:#6b6b6b;text-decoration:underline">Unsubscribe</a> &middot; ` +
+    `<a href="${escapeAttr(manageUrl)}" style="color:#6b6b6b;text-decoration:underline">Manage preferences</a>` +
+    `</div>`
+  );
+}
+
+const escapeAttr = (s: string) => s.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+
+const NAMED: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: '"', apos: "'", nbsp: "\u00a0" };
+
+/** Attribute values come raw from the rewriter: decode the entities an href may carry (&amp; above all). */
+export function decodeEntities(s: string): string {
+  if (!s.includes("&")) return s;
+  // &amp; alone (query strings) is by far the most common case: one cheap pass.
+  if (!/&(?!amp;)(#|[a-z]+;)/i.test(s)) return s.replaceAll("&amp;", "&");
+  return s.replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (m, e: string) => {
+    if (e[0] === "#") {
+      const n = e[1] === "x" || e[1] === "X" ? parseInt(e.slice(2), 16) : parseInt(e.slice(1), 10);
+      return Number.isFinite(n) && n > 0 && n <= 0x10ffff ? String.fromCodePoint(n) : m;
+    }
+    return NAMED[e.toLowerCase()] ?? m;
+  });
+}
