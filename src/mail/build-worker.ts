@@ -2,7 +2,7 @@
 // contents it was sent (LRU by size) and the pool of message buffers the main thread hands back.
 import { fullGC } from "bun:jsc";
 import { buildPlanned } from "./build";
-import { replyOf, type FromWorker, type ToWorker } from "./builder";
+import { Batcher, replyOf, type BuildJob, type BuildReply, type FromWorker, type ToWorker } from "./builder";
 import { releaseBuffer } from "./buffers";
 import type { ContentRow } from "./outbox-store";
 import { Signer } from "./signer";
@@ -42,7 +42,7 @@ function lookup(id: string): ContentRow | undefined {
  * did not free them: measured). A full collection of this small heap takes a few milliseconds and
  * pauses nobody but this thread.
  */
-const COLLECT_EVERY = 100;
+const COLLECT_EVERY = 50;
 let built = 0;
 function collectSometimes() {
   if (++built % COLLECT_EVERY === 0) fullGC();
@@ -50,7 +50,24 @@ function collectSometimes() {
 
 const signer = new Signer();
 let links: LinkKeys | null = null;
-const reply = (m: FromWorker, transfer: ArrayBuffer[] = []) => self.postMessage(m, transfer);
+const replies = new Batcher<BuildReply>((batch) => {
+  const transfer: ArrayBuffer[] = [];
+  for (const r of batch) if (r.ok) transfer.push(r.buffer);
+  self.postMessage({ type: "built", replies: batch } satisfies FromWorker, transfer);
+});
+
+async function build(job: BuildJob) {
+  if (job.content) remember(job.content);
+  const content = lookup(job.plan.contentId);
+  if (!content) return replies.push({ seq: job.seq, ok: false, needContent: true });
+  try {
+    if (!links) throw new Error("build worker not initialised");
+    replies.push(replyOf(job.seq, await buildPlanned(job.plan, content, links, signer)));
+  } catch (err) {
+    replies.push({ seq: job.seq, ok: false, error: String((err as Error)?.message ?? err) });
+  }
+  collectSometimes();
+}
 
 self.onmessage = async (e: MessageEvent<ToWorker>) => {
   const m = e.data;
@@ -59,23 +76,12 @@ self.onmessage = async (e: MessageEvent<ToWorker>) => {
       links = new LinkKeys(Buffer.from(m.secret));
       return;
     case "release":
-      releaseBuffer(Buffer.from(m.buffer));
+      for (const b of m.buffers) releaseBuffer(Buffer.from(b));
       return;
     case "forget-links":
       links?.forget();
       return;
-    case "build": {
-      if (m.content) remember(m.content);
-      const content = lookup(m.plan.contentId);
-      if (!content) return reply({ seq: m.seq, ok: false, needContent: true });
-      try {
-        if (!links) throw new Error("build worker not initialised");
-        const r = replyOf(m.seq, await buildPlanned(m.plan, content, links, signer));
-        reply(r.message, r.transfer);
-        collectSometimes();
-      } catch (err) {
-        reply({ seq: m.seq, ok: false, error: String((err as Error)?.message ?? err) });
-      }
-    }
+    case "build":
+      for (const job of m.jobs) void build(job);
   }
 };

@@ -23,16 +23,55 @@ export interface MessageBuilder {
 
 // ---- the protocol between the main thread and the worker ---------------------------------------
 
+// Messages travel in batches both ways (a postMessage costs about as much as building a small
+// message's plan): what is ready in the same turn of the event loop goes together.
+
+export interface BuildJob {
+  seq: number;
+  plan: BuildPlan;
+  content?: ContentRow;
+}
+
 export type ToWorker =
   | { type: "init"; secret: Uint8Array }
-  | { type: "build"; seq: number; plan: BuildPlan; content?: ContentRow }
-  | { type: "release"; buffer: ArrayBuffer }
+  | { type: "build"; jobs: BuildJob[] }
+  | { type: "release"; buffers: ArrayBuffer[] }
   | { type: "forget-links" };
 
-export type FromWorker =
+export type BuildReply =
   | { seq: number; ok: true; buffer: ArrayBuffer; offset: number; length: number; signed: boolean; signMs: number; links: BuiltMessage["links"] }
   | { seq: number; ok: false; needContent: true }
   | { seq: number; ok: false; needContent?: false; error: string };
+
+export type FromWorker = { type: "built"; replies: BuildReply[] };
+
+/** Collects items and hands them over in one call, at the end of the current turn or when `max` are waiting. */
+export class Batcher<T> {
+  private items: T[] = [];
+  private scheduled = false;
+  constructor(
+    private readonly send: (items: T[]) => void,
+    private readonly max = 64,
+  ) {}
+  push(item: T): void {
+    this.items.push(item);
+    if (this.items.length >= this.max) return this.flush();
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.flush());
+    }
+  }
+  flush(): void {
+    this.scheduled = false;
+    if (!this.items.length) return;
+    const items = this.items;
+    this.items = [];
+    this.send(items);
+  }
+  clear(): void {
+    this.items = [];
+  }
+}
 
 // ---- in-process --------------------------------------------------------------------------------
 
@@ -87,6 +126,11 @@ export class WorkerBuilder implements MessageBuilder {
   private idleTimer: ReturnType<typeof setTimeout> | null = null;
   private inline: InlineBuilder | null = null;
   private closed = false;
+  private readonly jobs = new Batcher<BuildJob>((jobs) => this.worker?.postMessage({ type: "build", jobs } satisfies ToWorker));
+  private readonly releases = new Batcher<ArrayBuffer>((buffers) => {
+    if (this.worker) this.worker.postMessage({ type: "release", buffers } satisfies ToWorker, buffers);
+    else for (const b of buffers) releaseBuffer(Buffer.from(b));
+  });
 
   constructor(
     private readonly secret: Buffer,
@@ -115,10 +159,9 @@ export class WorkerBuilder implements MessageBuilder {
   }
 
   release(raw: Buffer): void {
-    const worker = this.worker;
     const ab = raw.buffer;
-    // Our buffers go back to the worker's pool; anything else (inline builds) to the local one.
-    if (worker && ab instanceof ArrayBuffer) worker.postMessage({ type: "release", buffer: ab } satisfies ToWorker, [ab]);
+    // Buffers go back to the worker's pool; with no worker (in-process builds) to the local one.
+    if (this.worker && ab instanceof ArrayBuffer) this.releases.push(ab);
     else releaseBuffer(raw);
   }
 
@@ -132,12 +175,12 @@ export class WorkerBuilder implements MessageBuilder {
     this.stopWorker(new Error("message builder closed"));
   }
 
-  private post(worker: Worker, seq: number, plan: BuildPlan, content: ContentRow | undefined) {
+  private post(_worker: Worker, seq: number, plan: BuildPlan, content: ContentRow | undefined) {
     if (content) {
       if (this.sentContents.size >= SENT_CONTENTS_MAX) this.sentContents.clear();
       this.sentContents.add(content.id);
     }
-    worker.postMessage({ type: "build", seq, plan, ...(content ? { content } : {}) } satisfies ToWorker);
+    this.jobs.push(content ? { seq, plan, content } : { seq, plan });
   }
 
   private ensureWorker(): Worker | null {
@@ -146,7 +189,9 @@ export class WorkerBuilder implements MessageBuilder {
     try {
       const w = new Worker(buildWorkerUrl());
       (w as unknown as { unref?: () => void }).unref?.();
-      w.onmessage = (e: MessageEvent<FromWorker>) => this.onReply(w, e.data);
+      w.onmessage = (e: MessageEvent<FromWorker>) => {
+        for (const r of e.data.replies) this.onReply(w, r);
+      };
       w.onerror = (e) => {
         this.log.error("message builder worker failed: building in-process from now on", { error: String((e as ErrorEvent).message ?? e) });
         this.fallBackInline();
@@ -162,7 +207,7 @@ export class WorkerBuilder implements MessageBuilder {
     }
   }
 
-  private onReply(worker: Worker, m: FromWorker) {
+  private onReply(worker: Worker, m: BuildReply) {
     const p = this.pending.get(m.seq);
     if (!p) return;
     if (!m.ok && m.needContent) {
@@ -202,6 +247,8 @@ export class WorkerBuilder implements MessageBuilder {
   private stopWorker(reason: Error | null) {
     if (this.idleTimer) clearTimeout(this.idleTimer), (this.idleTimer = null);
     const w = this.worker;
+    this.releases.flush();
+    this.jobs.clear();
     this.worker = null;
     if (w) {
       w.onmessage = null;
@@ -216,13 +263,9 @@ export class WorkerBuilder implements MessageBuilder {
 }
 
 /** The worker's side of a reply: the message's bytes in an ArrayBuffer that may be transferred. */
-export function replyOf(seq: number, built: BuiltMessage): { message: FromWorker; transfer: ArrayBuffer[] } {
+export function replyOf(seq: number, built: BuiltMessage): BuildReply & { ok: true } {
   const raw = exclusive(built.raw);
-  const buffer = raw.buffer as ArrayBuffer;
-  return {
-    message: { seq, ok: true, buffer, offset: raw.byteOffset, length: raw.length, signed: built.signed, signMs: built.signMs, links: built.links },
-    transfer: [buffer],
-  };
+  return { seq, ok: true, buffer: raw.buffer as ArrayBuffer, offset: raw.byteOffset, length: raw.length, signed: built.signed, signMs: built.signMs, links: built.links };
 }
 
 /**

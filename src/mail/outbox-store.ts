@@ -85,6 +85,14 @@ export function suppressedAmong(sqlite: Database, projectId: string, emails: str
   return new Set(rows.map((r) => r.email));
 }
 
+/** The tracking mode of each project (once per claimed batch, instead of a query per message). */
+export function trackingModes(sqlite: Database, projectIds: string[]): Map<string, string> {
+  const rows = sqlite
+    .query<{ id: string; tracking: string }, [string]>("SELECT id, tracking FROM projects WHERE id IN (SELECT value FROM json_each(?))")
+    .all(JSON.stringify(projectIds));
+  return new Map(rows.map((r) => [r.id, r.tracking]));
+}
+
 /** The project whose VERIFIED domain `domain` signs the server's own account emails (SYSTEM source), if any. */
 export function systemSigningProject(sqlite: Database, domain: string): string | null {
   try {

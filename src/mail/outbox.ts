@@ -17,6 +17,7 @@ import {
   loadContents,
   requeue,
   suppressedAmong,
+  trackingModes,
   writeOutcomes,
   type ClaimedEmail,
   type ContentRow,
@@ -295,6 +296,7 @@ export class Outbox {
       const s = await this.ctx.store.exclusive((sqlite) => suppressedAmong(sqlite, pid, emails));
       for (const e of s) suppressed.add(`${pid}|${e}`);
     }
+    const modes = byProject.size ? await this.ctx.store.exclusive((sqlite) => trackingModes(sqlite, [...byProject.keys()])) : new Map<string, string>();
     const builds: Promise<void>[] = [];
     for (let i = 0; i < rows.length; i++) {
       const row = rows[i]!;
@@ -308,7 +310,7 @@ export class Outbox {
         builds.push(this.settle(row, { write: { kind: "FAILED", id: row.id, reply: "local error: email content missing", host: null }, events: [] }));
         continue;
       }
-      builds.push(this.deliver(row, content));
+      builds.push(this.deliver(row, content, row.project_id ? (modes.get(row.project_id) ?? "ENABLED") : undefined));
       if (i % 8 === 7) await yieldToEventLoop();
     }
     await Promise.all(builds);
@@ -323,11 +325,11 @@ export class Outbox {
     return this.builderInstance;
   }
 
-  private async deliver(row: ClaimedEmail, content: ContentRow): Promise<void> {
+  private async deliver(row: ClaimedEmail, content: ContentRow, trackingMode: string | undefined): Promise<void> {
     let built;
     const builder = this.builder;
     try {
-      const plan = await planMessage(this.ctx, row, content, this.keys);
+      const plan = await planMessage(this.ctx, row, content, this.keys, trackingMode);
       built = await builder.build(plan, content);
       if (plan.decoration && built.links.length) {
         // The links must be stored before the message can leave (a click may come at once).

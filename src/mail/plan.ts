@@ -48,7 +48,8 @@ function contentUsesUnsubscribeUrl(content: ContentRow): boolean {
   return v;
 }
 
-export async function planMessage(ctx: AppContext, row: ClaimedEmail, content: ContentRow, keys: SigningKeys): Promise<BuildPlan> {
+/** `trackingMode`: the project's, read by the caller for a whole batch (looked up when absent). */
+export async function planMessage(ctx: AppContext, row: ClaimedEmail, content: ContentRow, keys: SigningKeys, trackingMode?: string): Promise<BuildPlan> {
   const system = row.source_type === "SYSTEM";
   const project = system ? null : row.project_id;
   const decoration = project
@@ -59,6 +60,8 @@ export async function planMessage(ctx: AppContext, row: ClaimedEmail, content: C
         toEmail: row.to_email,
         type: (content.type as MailType) ?? "TRANSACTIONAL",
         bodyUsesUnsubscribeUrl: contentUsesUnsubscribeUrl(content),
+        fromEmail: content.from_email,
+        trackingMode,
       })
     : null;
   const key = await keys.get(row.project_id, domainOf(content.from_email));

@@ -27,6 +27,8 @@ export interface DecorateInput {
   bodyUsesUnsubscribeUrl: boolean;
   /** The sender address (for the List-Unsubscribe mailto on its bounce domain); looked up from the email row when absent. */
   fromEmail?: string;
+  /** The project's tracking mode, when the caller has it (the outbox reads it once per batch); looked up when absent. */
+  trackingMode?: string;
 }
 
 
@@ -110,6 +112,7 @@ const SETTINGS_SQL = `SELECT p.tracking AS tracking, c.from_email AS from_email
 
 /** The project's tracking mode and the email's sender: one cached statement per message (campaign hot path). */
 async function messageSettings(ctx: AppContext, input: Omit<DecorateInput, "html">): Promise<{ mode: string; fromEmail: string | null }> {
+  if (input.trackingMode !== undefined && input.fromEmail !== undefined) return { mode: input.trackingMode, fromEmail: input.fromEmail };
   const row = await ctx.store.exclusive((sqlite) =>
     sqlite.query<{ tracking: string; from_email: string | null }, [string, string]>(SETTINGS_SQL).get(input.emailId, input.projectId),
   );
