@@ -16,23 +16,33 @@ function hasCrlfOnly(b: Buffer): boolean {
   return true;
 }
 
-/**
- * `b` with bare CRs and LFs turned into CRLF (`b` itself when there are none). Must run before
- * DKIM hashes the body: nodemailer's MailComposer writes 7bit parts with the text's own line ends.
- */
-export function crlfLineEnds(b: Buffer): Buffer {
-  if (hasCrlfOnly(b)) return b;
-  const out = Buffer.allocUnsafe(b.length * 2);
+/** `b` with every CR, LF and CRLF written as CRLF, and (stuffDots) a dot starting a line doubled. */
+function rewrite(b: Buffer, stuffDots: boolean): Buffer {
+  const out = acquireBuffer(b.length * 2 + 1);
   let o = 0;
+  let lineStart = true;
   for (let i = 0; i < b.length; i++) {
     const c = b[i]!;
     if (c === CR || c === LF) {
       if (c === CR && b[i + 1] === LF) i++;
       out[o++] = CR;
       out[o++] = LF;
-    } else out[o++] = c;
+      lineStart = true;
+      continue;
+    }
+    if (stuffDots && lineStart && c === DOT) out[o++] = DOT;
+    out[o++] = c;
+    lineStart = false;
   }
   return out.subarray(0, o);
+}
+
+/**
+ * `b` with bare CRs and LFs turned into CRLF (`b` itself when there are none). Must run before
+ * DKIM hashes the body: nodemailer's MailComposer writes 7bit parts with the text's own line ends.
+ */
+export function crlfLineEnds(b: Buffer): Buffer {
+  return hasCrlfOnly(b) ? b : rewrite(b, false);
 }
 
 /** Whether `b` already has CRLF line ends only and no line starting with a dot. */
@@ -50,22 +60,7 @@ export function isSmtpReady(b: Buffer): boolean {
 /** `raw` ready for DATA (the terminating "." line is added by the client). Returns `raw` itself when it already is. */
 export function toSmtpData(raw: Buffer): Buffer {
   if (isSmtpReady(raw)) return raw;
-  const out = acquireBuffer(raw.length * 2 + 1);
-  let o = 0;
-  let lineStart = true;
-  for (let i = 0; i < raw.length; i++) {
-    const c = raw[i]!;
-    if (c === CR || c === LF) {
-      if (c === CR && raw[i + 1] === LF) i++;
-      out[o++] = CR;
-      out[o++] = LF;
-      lineStart = true;
-      continue;
-    }
-    if (lineStart && c === DOT) out[o++] = DOT;
-    out[o++] = c;
-    lineStart = false;
-  }
+  const out = rewrite(raw, true);
   releaseBuffer(raw);
-  return out.subarray(0, o);
+  return out;
 }
