@@ -7,7 +7,11 @@
 //   Message-ID they quote, otherwise ordinary inbound mail (`email.received`).
 // - postmaster@, abuse@ and fbl@ our own hostname (MAILSVC_HOSTNAME): reports about any email we sent
 //   (feedback loops registered for the sending IP); other mail there is only logged.
-import { simpleParser, type AddressObject } from "mailparser";
+import type { AddressObject } from "mailparser";
+
+/** mailparser is loaded on the first inbound message: it is the largest library we ship (~7 MB of RSS) and most installations receive little mail. */
+let parser: Promise<typeof import("mailparser")> | null = null;
+const mailparser = () => (parser ??= import("mailparser"));
 import type { AppContext } from "../../context";
 import { domainOf, isValidEmail, normalizeEmail } from "../../mail/address";
 import { classifyDsn, parseReport, type Report } from "../../mail/inbound/report";
@@ -172,7 +176,7 @@ export async function handleInbound(ctx: AppContext, msg: InboundMessage<Route>)
 async function receive(ctx: AppContext, projectIds: string[], msg: InboundMessage<Route>, log: Record<string, unknown>) {
   let parsed;
   try {
-    parsed = await simpleParser(msg.raw, { skipHtmlToText: true, skipTextToHtml: true, skipTextLinks: true, skipImageLinks: true });
+    parsed = await (await mailparser()).simpleParser(msg.raw, { skipHtmlToText: true, skipTextToHtml: true, skipTextLinks: true, skipImageLinks: true });
   } catch (err) {
     ctx.log.warn("inbound: message parsing failed", { ...log, error: String((err as Error)?.message ?? err) });
     return "unparseable";
