@@ -113,7 +113,11 @@ interface Pending {
   reject: (e: unknown) => void;
   /** The content was sent along (a second "need content" is an error, not a loop). */
   withContent: boolean;
+  at: number;
 }
+
+/** A worker that leaves a message unanswered this long is taken for hung: everything moves in-process. */
+const HUNG_MS = 60_000;
 
 /** Contents the worker was sent (it keeps them in an LRU of its own and asks again when evicted). */
 const SENT_CONTENTS_MAX = 1000;
@@ -124,6 +128,7 @@ export class WorkerBuilder implements MessageBuilder {
   private pending = new Map<number, Pending>();
   private sentContents = new Set<string>();
   private idleTimer: ReturnType<typeof setTimeout> | null = null;
+  private watchdog: ReturnType<typeof setInterval> | null = null;
   private inline: InlineBuilder | null = null;
   private closed = false;
   private readonly jobs = new Batcher<BuildJob>((jobs) => this.worker?.postMessage({ type: "build", jobs } satisfies ToWorker));
@@ -138,6 +143,7 @@ export class WorkerBuilder implements MessageBuilder {
     private readonly log: Logger,
     /** The worker ends after this long without work (its heap is ~15 MB); the next message starts it again. */
     private readonly idleMs = 30_000,
+    private readonly workerUrl: URL = buildWorkerUrl(),
   ) {}
 
   /** Where the next message will be built. */
@@ -153,7 +159,8 @@ export class WorkerBuilder implements MessageBuilder {
     return new Promise<BuiltMessage>((resolve, reject) => {
       const seq = ++this.seq;
       const withContent = !this.sentContents.has(content.id);
-      this.pending.set(seq, { plan, content, resolve, reject, withContent });
+      this.pending.set(seq, { plan, content, resolve, reject, withContent, at: Date.now() });
+      this.watch();
       this.post(worker, seq, plan, withContent ? content : undefined);
     });
   }
@@ -187,7 +194,7 @@ export class WorkerBuilder implements MessageBuilder {
     if (this.worker) return this.worker;
     if (this.closed) throw new Error("message builder closed");
     try {
-      const w = new Worker(buildWorkerUrl());
+      const w = new Worker(this.workerUrl);
       (w as unknown as { unref?: () => void }).unref?.();
       w.onmessage = (e: MessageEvent<FromWorker>) => {
         for (const r of e.data.replies) this.onReply(w, r);
@@ -226,6 +233,21 @@ export class WorkerBuilder implements MessageBuilder {
     if (!this.pending.size) this.armIdle();
   }
 
+  private watch() {
+    if (this.watchdog) return;
+    this.watchdog = setInterval(() => {
+      const oldest = this.pending.values().next().value;
+      if (!oldest) {
+        clearInterval(this.watchdog!);
+        this.watchdog = null;
+      } else if (Date.now() - oldest.at > HUNG_MS) {
+        this.log.error("message builder worker did not answer for 60 s: building in-process from now on", { waiting: this.pending.size });
+        this.fallBackInline();
+      }
+    }, HUNG_MS / 6);
+    (this.watchdog as unknown as { unref?: () => void }).unref?.();
+  }
+
   private armIdle() {
     if (this.idleTimer) clearTimeout(this.idleTimer);
     this.idleTimer = setTimeout(() => {
@@ -246,6 +268,7 @@ export class WorkerBuilder implements MessageBuilder {
 
   private stopWorker(reason: Error | null) {
     if (this.idleTimer) clearTimeout(this.idleTimer), (this.idleTimer = null);
+    if (this.watchdog && reason) clearInterval(this.watchdog), (this.watchdog = null);
     const w = this.worker;
     this.releases.flush();
     this.jobs.clear();

@@ -224,6 +224,20 @@ describe("message builders", () => {
     }
   });
 
+  test("a worker that cannot start: messages are built in-process and the error is logged", async () => {
+    const errors: string[] = [];
+    const log = { info() {}, warn() {}, error: (m: string) => errors.push(m), line() {}, json() {}, flush() {}, close() {} };
+    const broken = new WorkerBuilder(Buffer.alloc(32, 7), new Signer(), log, 30_000, new URL("file:///nonexistent/build-worker.ts"));
+    try {
+      const built = await broken.build(plan("e9"), content);
+      expect(broken.mode).toBe("in-process");
+      expect((await simpleParser(built.raw)).html).toContain("Hello Ann");
+      expect(errors.join(" ")).toContain("building in-process");
+    } finally {
+      await broken.close();
+    }
+  });
+
   test("mailsvc selfcheck: the worker starts and builds", async () => {
     const r = await checkWorkerBuild({ info() {}, warn() {}, error() {}, line() {}, json() {}, flush() {}, close() {} });
     expect(r.builtIn).toBe("worker");
