@@ -27,3 +27,11 @@ export const normalizeEmail = (email: string) => email.trim().toLowerCase();
 export function domainOf(email: string): string {
   return email.slice(email.lastIndexOf("@") + 1).toLowerCase();
 }
+
+/** The label of the subdomain that receives bounces (Return-Path `bounces+<emailId>@bounces.<domain>`). */
+export const BOUNCE_LABEL = "bounces";
+
+/** The subdomain that receives bounces for `domain`. */
+export function bounceDomainFor(domain: string): string {
+  return `${BOUNCE_LABEL}.${domain.toLowerCase()}`;
+}

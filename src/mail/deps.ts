@@ -2,7 +2,8 @@
 // events, the feedback loop), gathered in one place.
 export { planDecoration, subscriptionUrls } from "./tracking";
 export { renderHtml, renderSubject, renderText } from "./render";
-export { bounceDomainFor, getSigningKey, type SigningKey } from "../modules/domains/service";
+export { bounceDomainFor } from "./address";
+export { getSigningKey, type SigningKey } from "./signing-keys";
 export { setSubscribed } from "../audience/contacts";
 export { recordEvent, notifyEvents, type RecordedEvent } from "../audience/events";
 export { insertEventRaw } from "../audience/raw";

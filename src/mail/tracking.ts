@@ -4,8 +4,7 @@
 // MARKETING footer and the List-Unsubscribe headers, as the project's settings say); the plan is
 // applied to the rendered HTML where the message is built (decorate.ts).
 import type { AppContext } from "../context";
-import { bounceDomainFor } from "../modules/domains/records";
-import { domainOf } from "./address";
+import { bounceDomainFor, domainOf } from "./address";
 import { clickEmailToken, openToken, secretOf, subscriptionToken, unsubscribeLocalPart } from "./tokens";
 import { LinkKeys, linkGeneration, storeLinks, type FreshLinks } from "./tracked-links";
 import { applyDecoration, footerHtml, type Decorated, type DecorationPlan } from "./decorate";

@@ -34,12 +34,8 @@ export interface DnsRecord {
   detail?: string;
 }
 
-export const BOUNCE_LABEL = "bounces";
-
-/** The subdomain that receives bounces for `domain` (Return-Path `bounces+<emailId>@<this>`). */
-export function bounceDomainFor(domain: string): string {
-  return `${BOUNCE_LABEL}.${domain.toLowerCase()}`;
-}
+import { bounceDomainFor } from "../../mail/address";
+export { BOUNCE_LABEL, bounceDomainFor } from "../../mail/address";
 
 const normHost = (h: string) => h.trim().toLowerCase().replace(/\.$/, "");
 

@@ -1,18 +1,19 @@
 /**
  * Sender domains: DKIM keys, DNS verification, and the one sender guard every mail path uses.
  */
-import type { KeyObject } from "node:crypto";
 import type { Selectable } from "kysely";
 import { iso } from "../../clock";
 import type { AppContext } from "../../context";
 import type { DomainsTable, DomainStatus } from "../../db/tables/senders";
 import { conflict, invalidField, notFound, senderDomainNotVerified } from "../../http/errors";
 import { isValidDomain, isValidEmail } from "../../mail/address";
-import { forgetPrivateKey, generateDkimKeyPair, newSelector, privateKeyObject } from "../../mail/dkim-keys";
+import { forgetPrivateKey, generateDkimKeyPair, newSelector } from "../../mail/dkim-keys";
+import { forgetSigningKeys } from "../../mail/signing-keys";
 import { createResolver } from "../../mail/dns";
 import { bounceDomainFor, checkRecords, expectedRecords, type DnsRecord } from "./records";
 
 export { bounceDomainFor } from "./records";
+export { getSigningKey, type SigningKey } from "../../mail/signing-keys";
 export type { DnsRecord } from "./records";
 
 export type DomainRow = Selectable<DomainsTable>;
@@ -22,27 +23,18 @@ export type DomainRow = Selectable<DomainsTable>;
 interface Caches {
   /** projectId -> its VERIFIED domains (the sender guard's hot path). */
   verified: Map<string, Set<string>>;
-  /** `${projectId}|${domain}` -> signing key (null: no such domain). */
-  signing: Map<string, SigningKey | null>;
 }
 const caches = new WeakMap<AppContext, Caches>();
 function cachesOf(ctx: AppContext): Caches {
   let c = caches.get(ctx);
-  if (!c) caches.set(ctx, (c = { verified: new Map(), signing: new Map() }));
+  if (!c) caches.set(ctx, (c = { verified: new Map() }));
   return c;
 }
 
 /** Drops what is cached for a project's domains (after a status change, a delete or a reset). */
 export function invalidateDomainCaches(ctx: AppContext, projectId: string, domain?: string): void {
-  const c = cachesOf(ctx);
-  c.verified.delete(projectId);
-  for (const key of [...c.signing.keys()]) {
-    if (key.startsWith(projectId + "|") && (!domain || key === `${projectId}|${domain}`)) {
-      const k = c.signing.get(key);
-      if (k) forgetPrivateKey(k.privateKeyPem);
-      c.signing.delete(key);
-    }
-  }
+  cachesOf(ctx).verified.delete(projectId);
+  forgetSigningKeys(ctx, projectId, domain);
 }
 
 // ---- view ---------------------------------------------------------------------------------------
@@ -231,32 +223,6 @@ export async function assertSenderAllowed(ctx: AppContext, projectId: string, fr
 /** Whether `domain` is currently VERIFIED for the project (no throw). */
 export async function isDomainVerified(ctx: AppContext, projectId: string, domain: string): Promise<boolean> {
   return (await verifiedDomains(ctx, projectId)).has(domain.toLowerCase());
-}
-
-export interface SigningKey {
-  domain: string;
-  selector: string;
-  privateKey: KeyObject;
-  privateKeyPem: string;
-}
-
-/** The DKIM key of a project's domain (any status), KeyObject cached; null when the project has no such domain. */
-export async function getSigningKey(ctx: AppContext, projectId: string, domain: string): Promise<SigningKey | null> {
-  const d = domain.toLowerCase();
-  const c = cachesOf(ctx);
-  const key = `${projectId}|${d}`;
-  if (c.signing.has(key)) return c.signing.get(key)!;
-  const row = await ctx.db
-    .selectFrom("domains")
-    .select(["domain", "dkim_selector", "dkim_private_key"])
-    .where("project_id", "=", projectId)
-    .where("domain", "=", d)
-    .executeTakeFirst();
-  const value = row
-    ? { domain: row.domain, selector: row.dkim_selector, privateKey: privateKeyObject(row.dkim_private_key), privateKeyPem: row.dkim_private_key }
-    : null;
-  c.signing.set(key, value);
-  return value;
 }
 
 // ---- hooks --------------------------------------------------------------------------------------

@@ -1,0 +1,51 @@
+// The DKIM signing key of a project's sender domain, cached per service instance (tests run several
+// in one process). The domains module drops entries when a domain changes (forgetSigningKeys).
+import type { KeyObject } from "node:crypto";
+import type { AppContext } from "../context";
+import { forgetPrivateKey, privateKeyObject } from "./dkim-keys";
+
+export interface SigningKey {
+  domain: string;
+  selector: string;
+  privateKey: KeyObject;
+  privateKeyPem: string;
+}
+
+/** `${projectId}|${domain}` -> signing key (null: no such domain). */
+const caches = new WeakMap<AppContext, Map<string, SigningKey | null>>();
+function cacheOf(ctx: AppContext): Map<string, SigningKey | null> {
+  let c = caches.get(ctx);
+  if (!c) caches.set(ctx, (c = new Map()));
+  return c;
+}
+
+/** The DKIM key of a project's domain (any status), KeyObject cached; null when the project has no such domain. */
+export async function getSigningKey(ctx: AppContext, projectId: string, domain: string): Promise<SigningKey | null> {
+  const d = domain.toLowerCase();
+  const c = cacheOf(ctx);
+  const key = `${projectId}|${d}`;
+  if (c.has(key)) return c.get(key)!;
+  const row = await ctx.db
+    .selectFrom("domains")
+    .select(["domain", "dkim_selector", "dkim_private_key"])
+    .where("project_id", "=", projectId)
+    .where("domain", "=", d)
+    .executeTakeFirst();
+  const value = row
+    ? { domain: row.domain, selector: row.dkim_selector, privateKey: privateKeyObject(row.dkim_private_key), privateKeyPem: row.dkim_private_key }
+    : null;
+  c.set(key, value);
+  return value;
+}
+
+/** Drops the cached keys of a project's domains (one domain, or all of them). */
+export function forgetSigningKeys(ctx: AppContext, projectId: string, domain?: string): void {
+  const c = cacheOf(ctx);
+  for (const key of [...c.keys()]) {
+    if (key.startsWith(projectId + "|") && (!domain || key === `${projectId}|${domain}`)) {
+      const k = c.get(key);
+      if (k) forgetPrivateKey(k.privateKeyPem);
+      c.delete(key);
+    }
+  }
+}
