@@ -161,7 +161,7 @@ export class WorkerBuilder implements MessageBuilder {
       const withContent = !this.sentContents.has(content.id);
       this.pending.set(seq, { plan, content, resolve, reject, withContent, at: Date.now() });
       this.watch();
-      this.post(worker, seq, plan, withContent ? content : undefined);
+      this.post(seq, plan, withContent ? content : undefined);
     });
   }
 
@@ -182,7 +182,7 @@ export class WorkerBuilder implements MessageBuilder {
     this.stopWorker(new Error("message builder closed"));
   }
 
-  private post(_worker: Worker, seq: number, plan: BuildPlan, content: ContentRow | undefined) {
+  private post(seq: number, plan: BuildPlan, content: ContentRow | undefined) {
     if (content) {
       if (this.sentContents.size >= SENT_CONTENTS_MAX) this.sentContents.clear();
       this.sentContents.add(content.id);
@@ -197,7 +197,7 @@ export class WorkerBuilder implements MessageBuilder {
       const w = new Worker(this.workerUrl);
       (w as unknown as { unref?: () => void }).unref?.();
       w.onmessage = (e: MessageEvent<FromWorker>) => {
-        for (const r of e.data.replies) this.onReply(w, r);
+        for (const r of e.data.replies) this.onReply(r);
       };
       w.onerror = (e) => {
         this.log.error("message builder worker failed: building in-process from now on", { error: String((e as ErrorEvent).message ?? e) });
@@ -214,7 +214,7 @@ export class WorkerBuilder implements MessageBuilder {
     }
   }
 
-  private onReply(worker: Worker, m: BuildReply) {
+  private onReply(m: BuildReply) {
     const p = this.pending.get(m.seq);
     if (!p) return;
     if (!m.ok && m.needContent) {
@@ -223,7 +223,7 @@ export class WorkerBuilder implements MessageBuilder {
         p.reject(new Error("the build worker lost the email content"));
       } else {
         p.withContent = true;
-        this.post(worker, m.seq, p.plan, p.content);
+        this.post(m.seq, p.plan, p.content);
       }
       return;
     }

@@ -27,7 +27,7 @@ import {
 import { Dispatcher, parseRelayUrl, type DeliveryInfo } from "./pool";
 import { sharedSigner } from "./signer";
 import { secretOf } from "./tokens";
-import { storeLinks } from "./tracked-links";
+import { storeLinks, type FreshLinks } from "./tracked-links";
 import type { DeliveryResult } from "./smtp-result";
 import type { SmtpTimeouts } from "./smtp-client";
 
@@ -122,6 +122,8 @@ export class Outbox {
   private readonly buckets: ProjectBuckets;
   private readonly keys: SigningKeys;
   private builderInstance: MessageBuilder | null = null;
+  /** Settles when every click-tracked link reported so far is stored (see storeLinksFirst). */
+  private linksStored: Promise<void> = Promise.resolve();
   private readonly dispatcher: Dispatcher;
   private readonly relay: boolean;
   private readonly resolver: Resolver;
@@ -325,17 +327,36 @@ export class Outbox {
     return this.builderInstance;
   }
 
+  /**
+   * The links must be stored before a message can leave (a click may come at once). A builder
+   * reports a link once, with the first message that has it; messages built after that one wait for
+   * its store too, so none leaves before its links are stored. A failed store fails (defers) the
+   * messages waiting on it and makes the builder report its links again.
+   */
+  private storeLinksFirst(builder: MessageBuilder, projectId: string, links: FreshLinks): Promise<void> {
+    if (!links.length) return this.linksStored;
+    const mine = storeLinks(this.ctx, projectId, links).catch((e) => {
+      builder.forgetLinks();
+      throw e;
+    });
+    const all = Promise.all([this.linksStored, mine]).then(() => {});
+    this.linksStored = all;
+    all.catch(() => {
+      if (this.linksStored === all) this.linksStored = Promise.resolve();
+    });
+    return all;
+  }
+
   private async deliver(row: ClaimedEmail, content: ContentRow, trackingMode: string | undefined): Promise<void> {
     let built;
     const builder = this.builder;
     try {
       const plan = await planMessage(this.ctx, row, content, this.keys, trackingMode);
       built = await builder.build(plan, content);
-      if (plan.decoration && built.links.length) {
-        // The links must be stored before the message can leave (a click may come at once).
-        await storeLinks(this.ctx, plan.decoration.projectId, built.links).catch((e) => {
-          builder.forgetLinks();
-          builder.release(built!.raw);
+      if (plan.decoration) {
+        const raw = built.raw;
+        await this.storeLinksFirst(builder, plan.decoration.projectId, built.links).catch((e) => {
+          builder.release(raw);
           throw e;
         });
       }

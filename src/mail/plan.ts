@@ -52,6 +52,7 @@ function contentUsesUnsubscribeUrl(content: ContentRow): boolean {
 export async function planMessage(ctx: AppContext, row: ClaimedEmail, content: ContentRow, keys: SigningKeys, trackingMode?: string): Promise<BuildPlan> {
   const system = row.source_type === "SYSTEM";
   const project = system ? null : row.project_id;
+  const urls = project ? subscriptionUrls(ctx, project, row.contact_id, row.to_email) : null;
   const decoration = project
     ? await planDecoration(ctx, {
         projectId: project,
@@ -62,6 +63,7 @@ export async function planMessage(ctx: AppContext, row: ClaimedEmail, content: C
         bodyUsesUnsubscribeUrl: contentUsesUnsubscribeUrl(content),
         fromEmail: content.from_email,
         trackingMode,
+        urls: urls ?? undefined,
       })
     : null;
   const key = await keys.get(row.project_id, domainOf(content.from_email));
@@ -73,7 +75,7 @@ export async function planMessage(ctx: AppContext, row: ClaimedEmail, content: C
     toEmail: row.to_email,
     toName: row.to_name,
     varsJson: row.vars,
-    extraVars: project ? subscriptionUrls(ctx, project, row.contact_id, row.to_email) : null,
+    extraVars: urls,
     decoration,
     dkim: key ? { domain: key.domain, selector: key.selector, privateKeyPem: key.privateKeyPem } : null,
     now: ctx.clock.now(),

@@ -38,10 +38,8 @@ function mac(secret: Buffer, data: string, bytes = SIG_BYTES): Buffer {
   return createHmac("sha256", secret).update(data).digest().subarray(0, bytes);
 }
 
-/** A keyed digest for other signed names (link keys): `bytes` of HMAC-SHA256, base64url. */
-export const keyedDigest = (ctx: AppContext, data: string, bytes: number) => keyedDigestWith(secretOf(ctx), data, bytes);
-/** keyedDigest with the secret in hand (the message-building worker has no AppContext). */
-export const keyedDigestWith = (secret: Buffer, data: string, bytes: number) => mac(secret, data, bytes).toString("base64url");
+/** A keyed digest for other signed names (link keys): `bytes` of HMAC-SHA256, base64url. Takes the secret, not the context: the build worker has no AppContext. */
+export const keyedDigest = (secret: Buffer, data: string, bytes: number) => mac(secret, data, bytes).toString("base64url");
 
 export type TokenKind = "open" | "click" | "sub";
 const KIND_CODE: Record<TokenKind, number> = { open: 0x6f, click: 0x63, sub: 0x73 };

@@ -3,7 +3,7 @@
 // Decoration registers the links of a message before it is sent (persist first); a campaign's links
 // are written by its first message and remembered in memory for the rest.
 import type { AppContext } from "../context";
-import { keyedDigest, keyedDigestWith } from "./tokens";
+import { keyedDigest } from "./tokens";
 
 const MAX_REMEMBERED = 200_000;
 
@@ -14,8 +14,7 @@ const MAX_REMEMBERED = 200_000;
 const generations = new WeakMap<AppContext, number>();
 export const linkGeneration = (ctx: AppContext) => generations.get(ctx) ?? 0;
 
-export const linkKeyFor = (ctx: AppContext, projectId: string, url: string) => keyedDigest(ctx, `link\n${projectId}\n${url}`, 8);
-const linkKeyWith = (secret: Buffer, projectId: string, url: string) => keyedDigestWith(secret, `link\n${projectId}\n${url}`, 8);
+const linkKeyFor = (secret: Buffer, projectId: string, url: string) => keyedDigest(secret, `link\n${projectId}\n${url}`, 8);
 
 /** Click-tracked links a message builder saw first: [url, link key] pairs to store before the message leaves. */
 export type FreshLinks = [url: string, key: string][];
@@ -44,7 +43,7 @@ export class LinkKeys {
       let key = seen.get(url);
       if (key === undefined) {
         if (this.count >= MAX_REMEMBERED) this.forget();
-        key = linkKeyWith(this.secret, projectId, url);
+        key = linkKeyFor(this.secret, projectId, url);
         seen.set(url, key);
         this.count++;
         fresh.push([url, key]);

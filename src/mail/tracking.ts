@@ -28,8 +28,9 @@ export interface DecorateInput {
   fromEmail?: string;
   /** The project's tracking mode, when the caller has it (the outbox reads it once per batch); looked up when absent. */
   trackingMode?: string;
+  /** The recipient's subscription links, when the caller has computed them (three signatures); computed when absent. */
+  urls?: SubscriptionUrls;
 }
-
 
 /** Public paths of the feedback loop (served by src/modules/tracking). */
 export const PATHS = {
@@ -49,7 +50,7 @@ export async function planDecoration(ctx: AppContext, input: Omit<DecorateInput,
   const track = !!input.contactId && trackingApplies(mode, input.type);
   if (!listMail && !track) return null;
 
-  const urls = subscriptionUrls(ctx, input.projectId, input.contactId, input.toEmail);
+  const urls = input.urls ?? subscriptionUrls(ctx, input.projectId, input.contactId, input.toEmail);
   const headers: Record<string, string> = {};
   let footer: string | undefined;
   if (listMail) {
@@ -83,6 +84,7 @@ export async function decorateMessage(ctx: AppContext, input: DecorateInput): Pr
 }
 
 /** The reserved template variables of a recipient: signed links to the subscription pages. */
+export type SubscriptionUrls = ReturnType<typeof subscriptionUrls>;
 export function subscriptionUrls(ctx: AppContext, projectId: string, contactId: string | null, email: string) {
   const token = subscriptionToken(ctx, { projectId, contactId, email: email.toLowerCase() });
   const base = ctx.config.publicUrl;
@@ -109,7 +111,7 @@ const SETTINGS_SQL = `SELECT p.tracking AS tracking, c.from_email AS from_email
   FROM projects p LEFT JOIN emails e ON e.id = ?1 AND e.project_id = p.id LEFT JOIN email_contents c ON c.id = e.content_id
   WHERE p.id = ?2`;
 
-/** The project's tracking mode and the email's sender: one cached statement per message (campaign hot path). */
+/** The project's tracking mode and the email's sender, when the caller did not pass them (the outbox does). */
 async function messageSettings(ctx: AppContext, input: Omit<DecorateInput, "html">): Promise<{ mode: string; fromEmail: string | null }> {
   if (input.trackingMode !== undefined && input.fromEmail !== undefined) return { mode: input.trackingMode, fromEmail: input.fromEmail };
   const row = await ctx.store.exclusive((sqlite) =>
