@@ -7,6 +7,7 @@ import { migrate } from "./db/migrate";
 import { createContext, startService } from "./server";
 import { VERSION } from "./version";
 import { checkWorkerBuild } from "./mail/builder";
+import { configWarnings } from "./mail/deliverability";
 import { createUser } from "./modules/users/service";
 import { createProject, viewProject } from "./modules/projects/service";
 
@@ -33,6 +34,7 @@ function fail(msg: string, code = 1): never {
 async function serve(config: Config) {
   const svc = await startService(config);
   svc.ctx.log.info("mailsvc listening", { url: `http://${config.host}:${svc.port}`, db: resolve(config.db), version: VERSION });
+  for (const w of configWarnings(svc.ctx.config)) svc.ctx.log.warn(`WARNING: ${w.message}`, { code: w.code, fix: w.fix });
   svc.ctx.log.flush();
   let shuttingDown = false;
   const shutdown = async (signal: string) => {

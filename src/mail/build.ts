@@ -27,7 +27,7 @@ export interface BuildPlan {
   /** Reserved variables added at build time (the signed subscription links). */
   extraVars: Record<string, string> | null;
   decoration: DecorationPlan | null;
-  dkim: { domain: string; selector: string; privateKeyPem: string } | null;
+  dkim: { domain: string; selector: string; privateKeyPem: string; ed25519?: { selector: string; privateKeyPem: string } | null } | null;
   /** Date header and DKIM t=, epoch ms. */
   now: number;
 }
@@ -124,7 +124,12 @@ export async function buildPlanned(plan: BuildPlan, content: ContentRow, linkKey
   if (!key) return { raw: toSmtpData(toWire(msg)), signed: false, signMs: 0, links };
   const t0 = performance.now();
   const prepared = prepareDkim(msg, { domain: key.domain, selector: key.selector, timeMs: plan.now });
-  const signature = await signer.sign(key.privateKeyPem, prepared.data);
+  let leading = dkimHeader(prepared, await signer.sign(key.privateKeyPem, prepared.data));
+  if (key.ed25519) {
+    // RFC 8463 dual signing: a receiver that knows Ed25519 checks that one, any other the RSA one.
+    const ed = prepareDkim(msg, { algorithm: "ed25519-sha256", domain: key.domain, selector: key.ed25519.selector, timeMs: plan.now });
+    leading = dkimHeader(ed, await signer.sign(key.ed25519.privateKeyPem, ed.data)) + leading;
+  }
   const signMs = performance.now() - t0;
-  return { raw: toSmtpData(toWire(msg, dkimHeader(prepared, signature))), signed: true, signMs, links };
+  return { raw: toSmtpData(toWire(msg, leading)), signed: true, signMs, links };
 }

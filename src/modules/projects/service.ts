@@ -36,7 +36,7 @@ export async function createProject(ctx: AppContext, ownerId: string, name: stri
     secret_key: generateKey("sk"),
     disabled: 0,
     disabled_reason: null,
-    tracking: "ENABLED",
+    tracking: "MARKETING_ONLY", // decisions.md: new projects track marketing mail only; existing ones keep their mode
     created_at: now,
     updated_at: now,
   };
