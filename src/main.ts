@@ -19,6 +19,9 @@ Usage:
   mailsvc backup <file>              write a consistent copy of the database (safe while serving)
   mailsvc user create --email E --password P [--project NAME]
                                      create a user (and a project with its keys); prints JSON
+  mailsvc doctor [--probe-domain D] [--json]
+                                     check DNS (A/AAAA, PTR, SPF, every domain's records), outbound port 25
+                                     or the relay, the public URL; prints fixes; exit 1 on a failure
   mailsvc selfcheck                  build a test message in the message-building worker; exit 1 if it cannot
   mailsvc --version | --help
 
@@ -112,6 +115,12 @@ async function main() {
     }
     case "backup":
       return backup(config, positional[1]);
+    case "doctor": {
+      const { runDoctor, formatChecks } = await import("./doctor");
+      const checks = await runDoctor(config, { probeDomain: flags["--probe-domain"], timeoutMs: flags["--timeout"] ? Number(flags["--timeout"]) : undefined });
+      process.stdout.write(flags["--json"] ? JSON.stringify({ checks }, null, 2) + "\n" : formatChecks(checks));
+      process.exit(checks.some((c) => c.status === "fail") ? 1 : 0);
+    }
     case "selfcheck": {
       const errors: string[] = [];
       const log = { info() {}, warn: (m: string) => errors.push(m), error: (m: string, f?: Record<string, unknown>) => errors.push(`${m} ${JSON.stringify(f ?? {})}`), line() {}, json() {}, flush() {}, close() {} };

@@ -165,8 +165,8 @@ function checkSpf(r: Resolver, rec: DnsRecord, host: string): Promise<Outcome> {
     const terms = spf[0]!.toLowerCase().split(/\s+/);
     const helo = rec.scope === "helo";
     const authorises = terms.some((t) => {
-      // On the HELO name itself a bare `a`/`mx` or an address covers it.
-      if (helo && /^\+?(a|mx|ip4:\S+|ip6:\S+)$/.test(t)) return true;
+      // On the HELO name itself a bare `a`/`mx` covers it (`mailsvc doctor` also accepts its own ip4/ip6).
+      if (helo && /^\+?(a|mx)$/.test(t)) return true;
       const m = /^[+?~]?(a|mx|include|exists|ptr):([^/\s]+)/.exec(t);
       return !!m && normHost(m[2]!) === host;
     });
