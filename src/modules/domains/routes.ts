@@ -3,6 +3,7 @@ import type { AppContext } from "../../context";
 import { authPlugin } from "../../http/auth";
 import { invalidField } from "../../http/errors";
 import { assertProjectAccess } from "./access";
+import { dmarcSummary } from "./dmarc";
 import * as svc from "./service";
 
 const IdParams = t.Object({ id: t.String() });
@@ -61,6 +62,7 @@ export function domainRoutes(ctx: AppContext) {
       },
       { auth: "optionalProject", params: IdParams, body: t.Object({ ed25519: t.Optional(t.Boolean()) }) },
     )
+    .get("/domains/:id/dmarc", async ({ auth, params }) => dmarcSummary(ctx, await load(auth, params.id)), { auth: "optionalProject", params: IdParams })
     .post(
       "/domains/:id/rotate-dkim",
       async ({ auth, params }) => svc.viewDomain(await svc.rotateDkim(ctx, await load(auth, params.id)), ctx.config.hostname),
