@@ -53,7 +53,7 @@ function reportXml(reportId: string, records: { ip: string; count: number; dkim:
 async function reportMail(filename: string, contentType: string, content: Buffer): Promise<Buffer> {
   const mc = new MailComposer({
     from: "noreply-dmarc-support@google.com",
-    to: domain.dmarcReportAddress ?? "dmarc@bounces.reports.example",
+    to: "dmarc@bounces.reports.example",
     subject: `Report domain: reports.example Submitter: google.com Report-ID: ${filename}`,
     text: "This is an aggregate report from google.com.",
     attachments: [{ filename, content, contentType }],
