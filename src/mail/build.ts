@@ -100,7 +100,7 @@ function render(plan: BuildPlan, content: ContentRow, linkKeys: LinkKeys, links:
  * Renders and composes in one synchronous stretch: the rendered bodies (tens of KB of strings per
  * message) are garbage before the next await, so they never survive into the old generation.
  */
-function compose(plan: BuildPlan, content: ContentRow, linkKeys: LinkKeys, links: FreshLinks): RawMessage | Promise<RawMessage> {
+function compose(plan: BuildPlan, content: ContentRow, linkKeys: LinkKeys, links: FreshLinks): RawMessage {
   const r = render(plan, content, linkKeys, links);
   return composeMessage({
     messageId: plan.messageId,
@@ -118,8 +118,7 @@ function compose(plan: BuildPlan, content: ContentRow, linkKeys: LinkKeys, links
 
 export async function buildPlanned(plan: BuildPlan, content: ContentRow, linkKeys: LinkKeys, signer: Signer): Promise<BuiltMessage> {
   const links: FreshLinks = [];
-  const composing = compose(plan, content, linkKeys, links);
-  const msg = composing instanceof Promise ? await composing : composing;
+  const msg = compose(plan, content, linkKeys, links);
   const key = plan.dkim;
   if (!key) return { raw: toSmtpData(toWire(msg)), signed: false, signMs: 0, links };
   const t0 = performance.now();
