@@ -28,6 +28,12 @@ export interface Config {
   /** Waits between outbound webhook attempts (and the first ones of workflow WEBHOOK retries). */
   webhookRetryScheduleMs: number[];
   metricsToken?: string;
+  /** MTA-STS (RFC 8461) for outbound delivery. */
+  mtaSts: boolean;
+  /** PEM file of extra CAs trusted for MTA-STS policy hosts and enforce-mode MX certificates. */
+  mtaStsCa?: string;
+  /** HTTPS port of MTA-STS policy hosts (443; tests use another). */
+  mtaStsPort: number;
 }
 
 interface Option {
@@ -82,6 +88,9 @@ export const OPTIONS: Option[] = [
   { key: "logRequests", env: "MAILSVC_LOG_REQUESTS", flag: "--log-requests", help: "one log line per HTTP request", parse: bool },
   { key: "allowPrivateWebhooks", env: "MAILSVC_ALLOW_PRIVATE_WEBHOOKS", flag: "--allow-private-webhooks", help: "let workflow and outbound webhooks reach loopback/private addresses", parse: bool },
   { key: "webhookRetryScheduleMs", env: "MAILSVC_WEBHOOK_RETRY_SCHEDULE", flag: "--webhook-retry-schedule", help: "waits between webhook attempts after a non-2xx or network failure", parse: (s) => list(s).map(parseDuration) },
+  { key: "mtaSts", env: "MAILSVC_MTA_STS", flag: "--mta-sts", help: "honour recipients' MTA-STS policies (enforce: verified TLS to listed MX only)", parse: bool },
+  { key: "mtaStsCa", env: "MAILSVC_MTA_STS_CA", flag: "--mta-sts-ca", help: "PEM file of extra CAs trusted for MTA-STS policy hosts and MX certificates", parse: str },
+  { key: "mtaStsPort", env: "MAILSVC_MTA_STS_PORT", flag: "--mta-sts-port", help: "HTTPS port of MTA-STS policy hosts", parse: int("mta-sts port") },
   { key: "metricsToken", env: "MAILSVC_METRICS_TOKEN", flag: "--metrics-token", help: "bearer token required by /metrics", parse: str },
 ];
 
@@ -106,6 +115,8 @@ function defaults(): Omit<Config, "publicUrl"> & { publicUrl?: string } {
     logRequests: true,
     allowPrivateWebhooks: false,
     webhookRetryScheduleMs: list(DEFAULT_WEBHOOK_RETRY_SCHEDULE).map(parseDuration),
+    mtaSts: true,
+    mtaStsPort: 443,
   };
 }
 
