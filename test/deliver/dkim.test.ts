@@ -19,7 +19,7 @@ beforeAll(async () => {
   sink = await startSmtpSink();
   srv = await startServer({ config: { dnsServers: [dns.server], mxPort: sink.port, hostname: "mta.deliver.example" } });
   acc = await createAccount(srv.api, "DKIM");
-});
+}, 30_000);
 afterAll(async () => {
   await srv?.close();
   await sink?.close();

@@ -21,7 +21,7 @@ beforeAll(async () => {
   srv = await startServer({ config: { dnsServers: [dns.server], inboundSmtpPort: port, hostname: "mta.dmarc.example" } });
   acc = await createAccount(srv.api, "DMARC");
   domain = await addVerifiedDomain(srv.api, dns, acc, "reports.example");
-});
+}, 30_000);
 afterAll(async () => {
   await srv?.close();
   await dns?.close();

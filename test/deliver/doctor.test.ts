@@ -27,7 +27,7 @@ beforeAll(async () => {
   acc = await createAccount(srv.api, "Doctor");
   publishHost();
   await addVerifiedDomain(srv.api, dns, acc, "doc-brand.example");
-});
+}, 30_000);
 afterAll(async () => {
   await srv?.close();
   await sink?.close();
