@@ -149,7 +149,7 @@ class Destination {
         if (this.sts?.mode === "enforce") target.verifiedTls = { ca: this.d.opts.mtaSts?.trusted() };
         const r = await SmtpClient.open(target);
         if (r.ok) {
-          if (this.sts?.mode === "testing" && !r.client.secure) {
+          if (this.sts?.mode === "testing" && !r.client.secure && this.d.reportOnce(`tls:${this.sts.domain}`)) {
             this.d.opts.log.warn("mta-sts (testing): an enforce policy would have refused this session (no TLS)", { domain: this.sts.domain, mx: h.name });
           }
           return r;
@@ -257,7 +257,7 @@ export class Dispatcher {
           return;
         }
         hosts = allowed;
-      } else if (allowed.length < hosts.length) {
+      } else if (allowed.length < hosts.length && this.reportOnce(`mx:${del.domain}`)) {
         this.opts.log.warn("mta-sts (testing): MX hosts outside the policy would be refused under enforce", {
           domain: del.domain,
           outside: hosts.filter((h) => !allowed.includes(h)).map((h) => h.name),
@@ -276,6 +276,17 @@ export class Dispatcher {
       this.destinations.set(key, dest);
     } else if (hosts) dest.hosts = hosts;
     return dest;
+  }
+
+  private reported = new Map<string, number>();
+  /** MTA-STS testing-mode reports: at most one per domain and kind per hour. */
+  reportOnce(key: string): boolean {
+    const now = Date.now();
+    const last = this.reported.get(key);
+    if (last !== undefined && now - last < 3_600_000) return false;
+    if (this.reported.size > 10_000) this.reported.clear();
+    this.reported.set(key, now);
+    return true;
   }
 
   forget(dest: Destination): void {
