@@ -5,7 +5,10 @@ import { existsSync } from "node:fs";
 import { isIP } from "node:net";
 import type { Resolver } from "node:dns/promises";
 import type { Config } from "./config";
-import { openStore } from "./db";
+import { Database } from "bun:sqlite";
+import { Kysely } from "kysely";
+import type { DB } from "./db";
+import { BunSqliteDialect } from "./db/bun-sqlite-dialect";
 import { configWarnings, isQualifiedHostname } from "./mail/deliverability";
 import { createResolver, isNotFound, resolveMxSorted, resolveTxtJoined } from "./mail/dns";
 import { parseRelayUrl } from "./mail/pool";
@@ -180,11 +183,13 @@ const FIXES: Record<string, (rec: DnsRecord) => string> = {
 
 async function checkDomains(config: Config): Promise<Check[]> {
   if (!existsSync(config.db)) return [{ name: "sender domains", status: "warn", detail: `no database at ${config.db} yet`, fix: "Start the server and add a domain (POST /domains)." }];
-  const store = openStore(config.db);
+  // Read-only: the server may be running on the same file (no checkpoint, no writes from here).
+  const sqlite = new Database(config.db, { readonly: true });
+  const db = new Kysely<DB>({ dialect: new BunSqliteDialect(sqlite) });
   try {
-    const hasTable = store.sqlite.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'domains'").get();
-    if (!hasTable) return [{ name: "sender domains", status: "warn", detail: "the database is not migrated yet", fix: "Run mailsvc migrate or mailsvc serve." }];
-    const rows = await store.db.selectFrom("domains").selectAll().orderBy("domain").execute();
+    const tables = await db.introspection.getTables();
+    if (!tables.some((t) => t.name === "domains")) return [{ name: "sender domains", status: "warn", detail: "the database is not migrated yet", fix: "Run mailsvc migrate or mailsvc serve." }];
+    const rows = await db.selectFrom("domains").selectAll().orderBy("domain").execute();
     if (!rows.length) return [{ name: "sender domains", status: "warn", detail: "no sender domain added yet", fix: "Add one (POST /domains) and publish its records." }];
     const checks: Check[] = [];
     const seen = new Set<string>();
@@ -202,7 +207,7 @@ async function checkDomains(config: Config): Promise<Check[]> {
     }
     return checks;
   } finally {
-    store.close();
+    sqlite.close();
   }
 }
 
