@@ -26,6 +26,8 @@ export interface Config {
   logRequests: boolean;
   allowPrivateWebhooks: boolean;
   metricsToken?: string;
+  /** Outbound messages per second per project (IP warm-up); unset = unlimited. */
+  sendRate?: number;
 }
 
 interface Option {
@@ -80,6 +82,7 @@ export const OPTIONS: Option[] = [
   { key: "logRequests", env: "MAILSVC_LOG_REQUESTS", flag: "--log-requests", help: "one log line per HTTP request", parse: bool },
   { key: "allowPrivateWebhooks", env: "MAILSVC_ALLOW_PRIVATE_WEBHOOKS", flag: "--allow-private-webhooks", help: "let workflow webhooks reach loopback/private addresses", parse: bool },
   { key: "metricsToken", env: "MAILSVC_METRICS_TOKEN", flag: "--metrics-token", help: "bearer token required by /metrics", parse: str },
+  { key: "sendRate", env: "MAILSVC_SEND_RATE", flag: "--send-rate", help: "outbound messages per second per project (default unlimited)", parse: int("send rate") },
 ];
 
 export const DEFAULT_RETRY_SCHEDULE = "5m,15m,1h,3h,6h,12h,24h,24h,24h";

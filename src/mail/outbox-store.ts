@@ -29,11 +29,13 @@ export function claimDue(
   choose: (rows: { id: string; project_id: string | null }[]) => string[],
 ): ClaimedEmail[] {
   return sqlite.transaction(() => {
-    const rows = sqlite
-      .query<{ id: string; project_id: string | null }, [number, number]>(
-        "SELECT id, project_id FROM emails WHERE status IN ('PENDING', 'DEFERRED') AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?",
-      )
-      .all(now, candidates);
+    // Priority 0 (transactional, workflow, system) before 1 (campaigns): a password reset never
+    // waits behind a newsletter. Each is a range seek on emails_due_priority.
+    const due = sqlite.query<{ id: string; project_id: string | null }, [number, number, number]>(
+      "SELECT id, project_id FROM emails WHERE status IN ('PENDING', 'DEFERRED') AND priority = ? AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?",
+    );
+    const rows = due.all(0, now, candidates);
+    if (rows.length < candidates) rows.push(...due.all(1, now, candidates - rows.length));
     if (!rows.length) return [];
     const ids = choose(rows);
     if (!ids.length) return [];

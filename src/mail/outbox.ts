@@ -136,12 +136,15 @@ export class Outbox {
   private flushing: Promise<void> | null = null;
   private flushTimer: ReturnType<typeof setTimeout> | null = null;
   private processing = new Set<Promise<void>>();
+  /** Campaigns with outcomes in the pending group commit (told to ctx.hooks.campaignOutcomes after it). */
+  private campaignsTouched = new Set<string>();
 
   constructor(
     private readonly ctx: AppContext,
     opts: Partial<OutboxOptions> = {},
   ) {
-    this.opts = { ...DEFAULT_OUTBOX_OPTIONS, ...opts };
+    // MAILSVC_SEND_RATE (IP warm-up) replaces the default per-project rate; explicit options win.
+    this.opts = { ...DEFAULT_OUTBOX_OPTIONS, ...(ctx.config.sendRate ? { projectRatePerSecond: ctx.config.sendRate } : {}), ...opts };
     this.buckets = new ProjectBuckets(this.opts.projectRatePerSecond);
     this.keys = new SigningKeys(ctx);
     this.resolver = createResolver(ctx.config);
@@ -312,7 +315,9 @@ export class Outbox {
         builds.push(this.settle(row, { write: { kind: "FAILED", id: row.id, reply: "local error: email content missing", host: null }, events: [] }));
         continue;
       }
-      builds.push(this.deliver(row, content, row.project_id ? (modes.get(row.project_id) ?? "ENABLED") : undefined));
+      // A campaign's test send (CAMPAIGN without a campaign id) is never tracked.
+      const mode = row.project_id ? (row.source_type === "CAMPAIGN" && !row.campaign_id ? "DISABLED" : (modes.get(row.project_id) ?? "ENABLED")) : undefined;
+      builds.push(this.deliver(row, content, mode));
       if (i % 8 === 7) await yieldToEventLoop();
     }
     await Promise.all(builds);
@@ -410,6 +415,7 @@ export class Outbox {
 
   /** Queues an outcome for the next group commit; resolves once it is committed. */
   private settle(row: ClaimedEmail, o: Omit<PendingOutcome, "resolve" | "reject">): Promise<void> {
+    if (row.campaign_id) this.campaignsTouched.add(row.campaign_id);
     return new Promise<void>((resolve, reject) => {
       this.pending.push({ ...o, resolve, reject });
       if (this.flushTimer && this.dispatcher.onWire === 0) {
@@ -471,6 +477,11 @@ export class Outbox {
     if (bounces.length) await recordBounces(this.ctx, now, bounces);
     // Workflows start from these (ctx.hooks.onEvent); not awaited, so a slow hook never holds a connection.
     if (recorded.length) void notifyEvents(this.ctx, recorded);
+    if (this.campaignsTouched.size && this.ctx.hooks.campaignOutcomes) {
+      const ids = [...this.campaignsTouched];
+      this.campaignsTouched.clear();
+      this.ctx.hooks.campaignOutcomes(this.ctx, ids);
+    }
   }
 }
 

@@ -61,6 +61,8 @@ export interface EmailsTable {
   bounced_at: number | null;
   complained_at: number | null;
   failed_at: number | null;
+  /** Outbox claim order: 0 first (transactional), 1 campaign mail. */
+  priority: Generated<number>;
 }
 
 export interface SuppressionsTable {
