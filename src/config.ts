@@ -28,6 +28,8 @@ export interface Config {
   metricsToken?: string;
   /** Outbound messages per second per project (IP warm-up); unset = unlimited. */
   sendRate?: number;
+  /** Contacts written per campaign fan-out transaction. */
+  campaignBatchSize: number;
 }
 
 interface Option {
@@ -82,6 +84,7 @@ export const OPTIONS: Option[] = [
   { key: "logRequests", env: "MAILSVC_LOG_REQUESTS", flag: "--log-requests", help: "one log line per HTTP request", parse: bool },
   { key: "allowPrivateWebhooks", env: "MAILSVC_ALLOW_PRIVATE_WEBHOOKS", flag: "--allow-private-webhooks", help: "let workflow webhooks reach loopback/private addresses", parse: bool },
   { key: "metricsToken", env: "MAILSVC_METRICS_TOKEN", flag: "--metrics-token", help: "bearer token required by /metrics", parse: str },
+  { key: "campaignBatchSize", env: "MAILSVC_CAMPAIGN_BATCH_SIZE", flag: "--campaign-batch-size", help: "contacts written per campaign fan-out transaction", parse: int("campaign batch size") },
   { key: "sendRate", env: "MAILSVC_SEND_RATE", flag: "--send-rate", help: "outbound messages per second per project (default unlimited)", parse: int("send rate") },
 ];
 
@@ -104,6 +107,7 @@ function defaults(): Omit<Config, "publicUrl"> & { publicUrl?: string } {
     retryScheduleMs: list(DEFAULT_RETRY_SCHEDULE).map(parseDuration),
     logRequests: true,
     allowPrivateWebhooks: false,
+    campaignBatchSize: 1000,
   };
 }
 

@@ -13,8 +13,6 @@ import { audienceWhere } from "./audience";
 import * as q from "./queries";
 import { beginSending } from "./service";
 
-/** Contacts per batch transaction (the store lock is held while a batch is written). */
-export const FANOUT_BATCH = 1000;
 
 const yieldToEventLoop = () => new Promise<void>((r) => setImmediate(r));
 
@@ -35,7 +33,7 @@ export async function runFanout(ctx: AppContext, job: JobRunContext<{ campaignId
     const step = await ctx.db.transaction().execute(async (trx) => {
       const c = await q.campaignById(trx, first.id);
       if (!c || c.status !== "SENDING" || c.fanout_done) return { stop: true as const };
-      const rows = await q.audienceBatch(trx, c.project_id, where, c.fanout_last_id, FANOUT_BATCH);
+      const rows = await q.audienceBatch(trx, c.project_id, where, c.fanout_last_id, Math.max(1, ctx.config.campaignBatchSize || 1000));
       const now = ctx.clock.now();
       if (!rows.length) {
         const total = await q.countCampaignEmails(trx, c.id);
