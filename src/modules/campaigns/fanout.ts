@@ -7,7 +7,6 @@
 // outbox fills each recipient's variables, links and headers at delivery time.
 import type { AppContext } from "../../context";
 import type { JobRunContext } from "../../jobs/queue";
-import { insertEmails, type NewEmail } from "../../mail/enqueue";
 import { wakeOutbox } from "../../mail/outbox";
 import { audienceWhere } from "./audience";
 import * as q from "./queries";
@@ -25,44 +24,24 @@ function varsOf(row: q.AudienceRow): string {
 }
 
 export async function runFanout(ctx: AppContext, job: JobRunContext<{ campaignId: string }>): Promise<unknown> {
-  const first = await q.campaignById(ctx.db, job.payload.campaignId);
-  if (!first || first.status !== "SENDING" || first.fanout_done || !first.content_id) return { skipped: true };
-  const where = await audienceWhere(ctx, first, first.sent_at ?? ctx.clock.now());
+  const c = await q.campaignById(ctx.db, job.payload.campaignId);
+  if (!c || c.status !== "SENDING" || c.fanout_done || !c.content_id) return { skipped: true };
+  const where = await audienceWhere(ctx, c, c.sent_at ?? ctx.clock.now());
+  const limit = Math.max(1, ctx.config.campaignBatchSize || 1000);
+  let afterId = c.fanout_last_id;
   let written = 0;
   for (;;) {
-    const step = await ctx.db.transaction().execute(async (trx) => {
-      const c = await q.campaignById(trx, first.id);
-      if (!c || c.status !== "SENDING" || c.fanout_done) return { stop: true as const };
-      const rows = await q.audienceBatch(trx, c.project_id, where, c.fanout_last_id, Math.max(1, ctx.config.campaignBatchSize || 1000));
-      const now = ctx.clock.now();
-      if (!rows.length) {
-        const total = await q.countCampaignEmails(trx, c.id);
-        await trx.updateTable("campaigns").set({ fanout_done: 1, total_recipients: total, updated_at: now }).where("id", "=", c.id).execute();
-        return { done: true as const, total };
-      }
-      const emails: NewEmail[] = rows.map((r) => ({
-        projectId: c.project_id,
-        contentId: c.content_id!,
-        contactId: r.id,
-        toEmail: r.email,
-        varsJson: varsOf(r),
-        sourceType: "CAMPAIGN",
-        campaignId: c.id,
-        templateId: c.template_id,
-        status: r.suppressed ? "SUPPRESSED" : "PENDING",
-        priority: 1,
-      }));
-      await insertEmails(trx, now, ctx.config.hostname, emails);
-      await trx.updateTable("campaigns").set({ fanout_last_id: rows[rows.length - 1]!.id }).where("id", "=", c.id).execute();
-      return { n: rows.length };
-    });
+    const select = q.audienceBatchQuery(ctx.db, c.project_id, where, afterId, limit).compile();
+    const input = { campaignId: c.id, projectId: c.project_id, contentId: c.content_id, templateId: c.template_id, afterId, select, now: ctx.clock.now(), hostname: ctx.config.hostname };
+    const step = await ctx.store.exclusive((sqlite) => q.writeFanoutBatchRaw(sqlite, input, varsOf));
     if ("stop" in step) return { written, stopped: true };
     wakeOutbox(ctx);
     if ("done" in step) {
-      await checkDone(ctx, first.id);
+      await checkDone(ctx, c.id);
       return { written, total: step.total };
     }
     written += step.n;
+    afterId = step.lastId;
     await job.save(0);
     await yieldToEventLoop();
   }

@@ -1,6 +1,9 @@
 // Data access of campaigns (Kysely; Postgres-compatible SQL). The fan-out's batch writes live
 // here too: one transaction per batch writes the email rows and moves the keyset checkpoint.
-import { sql, type Expression, type Kysely, type Selectable, type SqlBool, type Transaction } from "kysely";
+import type { Database } from "bun:sqlite";
+import { sql, type CompiledQuery, type Expression, type Kysely, type Selectable, type SqlBool, type Transaction } from "kysely";
+import { messageIdFor } from "../../mail/build";
+import { SUPPRESSED_REPLY } from "../../mail/enqueue";
 import type { DB } from "../../db";
 import type { CampaignsTable, CampaignStatus } from "../../db/tables/campaigns";
 
@@ -158,6 +161,10 @@ export interface AudienceRow {
 
 /** The next id-ordered batch of the audience after `afterId`, with each address's suppression. */
 export function audienceBatch(db: Db, projectId: string, where: Expression<SqlBool>, afterId: string | null, limit: number): Promise<AudienceRow[]> {
+  return audienceBatchQuery(db, projectId, where, afterId, limit).execute();
+}
+
+export function audienceBatchQuery(db: Db, projectId: string, where: Expression<SqlBool>, afterId: string | null, limit: number) {
   let q = db
     .selectFrom("contacts as c")
     .leftJoin("suppressions as s", (j) => j.onRef("s.project_id", "=", "c.project_id").onRef("s.email", "=", "c.email"))
@@ -165,7 +172,56 @@ export function audienceBatch(db: Db, projectId: string, where: Expression<SqlBo
     .where("c.project_id", "=", projectId)
     .where(where);
   if (afterId) q = q.where("c.id", ">", afterId);
-  return q.orderBy("c.id").limit(limit).execute();
+  return q.orderBy("c.id").limit(limit);
+}
+
+export type BatchStep = { stop: true } | { done: true; total: number } | { n: number; lastId: string };
+
+export interface BatchInput {
+  campaignId: string;
+  projectId: string;
+  contentId: string;
+  templateId: string | null;
+  /** The checkpoint this batch starts from (the job is the only writer of fanout_last_id). */
+  afterId: string | null;
+  /** audienceBatchQuery(...).compile() for `afterId`. */
+  select: CompiledQuery;
+  now: number;
+  hostname: string;
+}
+
+const FANOUT_INSERT = `INSERT INTO emails (id, project_id, content_id, contact_id, to_email, vars, status, source_type, campaign_id, template_id,
+  message_id, next_attempt_at, last_reply, created_at, updated_at, priority) VALUES (?, ?, ?, ?, ?, ?, ?, 'CAMPAIGN', ?, ?, ?, ?, ?, ?, ?, 1)`;
+
+/**
+ * One fan-out batch in ONE transaction: read the next contacts, write their email rows, move the
+ * checkpoint. Raw bun:sqlite on the benchmarked fan-out hot path (scripts/bench/campaign.ts: 100k
+ * recipients in under 5 s); its Kysely sibling is audienceBatch + insertEmails (src/mail/enqueue.ts).
+ * Run inside ctx.store.exclusive.
+ */
+export function writeFanoutBatchRaw(sqlite: Database, b: BatchInput, varsOf: (r: AudienceRow) => string): BatchStep {
+  return sqlite.transaction((): BatchStep => {
+    const c = sqlite
+      .query<{ status: string; fanout_done: number; fanout_last_id: string | null }, [string]>("SELECT status, fanout_done, fanout_last_id FROM campaigns WHERE id = ?")
+      .get(b.campaignId);
+    if (!c || c.status !== "SENDING" || c.fanout_done || c.fanout_last_id !== b.afterId) return { stop: true };
+    const rows = sqlite.query<AudienceRow, any[]>(b.select.sql).all(...(b.select.parameters as any[]));
+    if (!rows.length) {
+      const total = sqlite.query<{ n: number }, [string]>("SELECT count(*) AS n FROM emails WHERE campaign_id = ?").get(b.campaignId)!.n;
+      sqlite.query("UPDATE campaigns SET fanout_done = 1, total_recipients = ?, updated_at = ? WHERE id = ?").run(total, b.now, b.campaignId);
+      return { done: true, total };
+    }
+    const insert = sqlite.query(FANOUT_INSERT);
+    for (const r of rows) {
+      const id = Bun.randomUUIDv7();
+      const suppressed = r.suppressed !== null;
+      insert.run(id, b.projectId, b.contentId, r.id, r.email, varsOf(r), suppressed ? "SUPPRESSED" : "PENDING", b.campaignId, b.templateId,
+        messageIdFor(id, b.hostname), suppressed ? null : b.now, suppressed ? SUPPRESSED_REPLY : null, b.now, b.now);
+    }
+    const lastId = rows[rows.length - 1]!.id;
+    sqlite.query("UPDATE campaigns SET fanout_last_id = ? WHERE id = ?").run(lastId, b.campaignId);
+    return { n: rows.length, lastId };
+  })();
 }
 
 /** SENT once the fan-out is done and none of its emails is PENDING, SENDING or DEFERRED. */
