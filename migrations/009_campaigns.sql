@@ -37,6 +37,8 @@ CREATE UNIQUE INDEX emails_campaign_contact ON emails (campaign_id, contact_id) 
 -- Outbox priority: 0 transactional/workflow/system, 1 campaign mail (claimed after every due 0).
 ALTER TABLE emails ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX emails_due_priority ON emails (priority, next_attempt_at) WHERE status IN ('PENDING', 'DEFERRED');
+-- The claim now seeks (priority, next_attempt_at); the old due index would only cost every insert.
+DROP INDEX emails_due;
 
 -- The fan-out walks a project's contacts in id order.
 CREATE INDEX contacts_project_id ON contacts (project_id, id);
