@@ -2,6 +2,8 @@
 // "no recipients" check and the counts all go through audienceWhere.
 import { sql, type Expression, type SqlBool } from "kysely";
 import type { AppContext } from "../../context";
+import { conditionWhereFor, normalizeCondition, validateCondition } from "../../audience/conditions";
+import { segmentAudienceWhere } from "../../audience/segments/audience";
 import type { FieldError } from "../../http/errors";
 import { audienceHasAny, type CampaignRow } from "./queries";
 
@@ -15,8 +17,8 @@ export type AudienceSpec = Pick<CampaignRow, "project_id" | "type" | "audience_t
 export async function audienceWhere(ctx: AppContext, c: AudienceSpec, now: number): Promise<Expression<SqlBool>> {
   const parts: Expression<SqlBool>[] = [];
   if (c.type !== "TRANSACTIONAL") parts.push(sql<SqlBool>`c.subscribed = 1`);
-  if (c.audience_type === "SEGMENT") parts.push(await segmentWhere(ctx, c.project_id, c.segment_id!));
-  else if (c.audience_type === "FILTERED") parts.push(filterWhere(JSON.parse(c.audience_condition ?? "null"), c.project_id, now));
+  if (c.audience_type === "SEGMENT") parts.push(await segmentWhere(ctx, c.project_id, c.segment_id!, now));
+  else if (c.audience_type === "FILTERED") parts.push(await filterWhere(ctx, JSON.parse(c.audience_condition ?? "null"), c.project_id, now));
   return parts.length ? sql<SqlBool>`(${sql.join(parts, sql` AND `)})` : sql<SqlBool>`1 = 1`;
 }
 
@@ -43,19 +45,18 @@ export async function audienceErrors(ctx: AppContext, c: AudienceSpec): Promise<
 
 // ---- the condition compiler and segments (issue 13) ------------------------------------------------
 
-async function segmentExists(_ctx: AppContext, _projectId: string, _segmentId: string): Promise<boolean> {
-  return false;
+async function segmentExists(ctx: AppContext, projectId: string, segmentId: string): Promise<boolean> {
+  return !!(await ctx.db.selectFrom("segments").select("id").where("project_id", "=", projectId).where("id", "=", segmentId).executeTakeFirst());
 }
 
-async function segmentWhere(_ctx: AppContext, _projectId: string, _segmentId: string): Promise<Expression<SqlBool>> {
-  return sql<SqlBool>`1 = 0`;
+async function segmentWhere(ctx: AppContext, projectId: string, segmentId: string, now: number): Promise<Expression<SqlBool>> {
+  return segmentAudienceWhere(ctx.db, projectId, segmentId, now);
 }
 
 function conditionErrors(tree: Record<string, unknown>): FieldError[] {
-  if (!Array.isArray(tree.groups)) return [{ field: "audienceCondition.groups", message: "Expected an array", code: "invalid_type" }];
-  return [];
+  return validateCondition(tree, { path: "audienceCondition" });
 }
 
-function filterWhere(_tree: unknown, _projectId: string, _now: number): Expression<SqlBool> {
-  return sql<SqlBool>`1 = 0`;
+async function filterWhere(ctx: AppContext, tree: unknown, projectId: string, now: number): Promise<Expression<SqlBool>> {
+  return conditionWhereFor(ctx.db, normalizeCondition(tree), { projectId, now });
 }

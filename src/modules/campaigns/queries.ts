@@ -283,21 +283,8 @@ export function activeCampaignsUsingSegment(db: Db, projectId: string, segmentId
     .execute();
 }
 
-/** Campaigns whose condition or content mentions `needle` (a JSON-quoted field path or a variable). */
-export function campaignsMentioning(db: Db, projectId: string, needles: string[]) {
-  const like = (s: string) => `%${s.replace(/[\\%_]/g, (c) => "\\" + c)}%`;
-  return db
-    .selectFrom("campaigns")
-    .select(["id", "name", "status"])
-    .where("project_id", "=", projectId)
-    .where((eb) =>
-      eb.or(
-        needles.flatMap((n) => [
-          sql<boolean>`audience_condition LIKE ${like(n)} ESCAPE '\\'`,
-        ]),
-      ),
-    )
-    .execute();
+export function campaignsWithCondition(db: Db, projectId: string) {
+  return db.selectFrom("campaigns").select(["id", "name", "status", "audience_condition"]).where("project_id", "=", projectId).where("audience_condition", "is not", null).execute();
 }
 
 export async function deleteProjectCampaigns(db: Db, projectId: string): Promise<void> {
