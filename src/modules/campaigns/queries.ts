@@ -78,8 +78,31 @@ export interface Counters {
 
 export const ZERO: Counters = { sent: 0, delivered: 0, opened: 0, clicked: 0, bounced: 0, complained: 0, unsubscribed: 0 };
 
+/**
+ * Counters of large campaigns are remembered for a second: a dashboard polling a 100k-recipient
+ * campaign should not aggregate 100k rows per request. Small campaigns are always counted fresh.
+ */
+const LARGE = 10_000;
+const countersCache = new Map<string, { at: number; value: Counters }>();
+
 /** Unique-per-email counters of campaigns, from their email rows (emails_campaign index). */
-export async function countersOf(db: Db, campaigns: Pick<CampaignRow, "id" | "project_id" | "sent_at">[]): Promise<Map<string, Counters>> {
+export async function countersOf(db: Db, campaigns: Pick<CampaignRow, "id" | "project_id" | "sent_at" | "total_recipients">[]): Promise<Map<string, Counters>> {
+  const now = Date.now();
+  const out = new Map<string, Counters>();
+  const todo = campaigns.filter((c) => {
+    const hit = c.total_recipients >= LARGE ? countersCache.get(c.id) : undefined;
+    if (hit && now - hit.at < 1000) out.set(c.id, hit.value);
+    return !(hit && now - hit.at < 1000);
+  });
+  for (const [id, value] of await countCampaigns(db, todo)) {
+    out.set(id, value);
+    if (todo.find((c) => c.id === id)!.total_recipients >= LARGE) countersCache.set(id, { at: now, value });
+  }
+  if (countersCache.size > 1000) countersCache.clear();
+  return out;
+}
+
+async function countCampaigns(db: Db, campaigns: Pick<CampaignRow, "id" | "project_id" | "sent_at">[]): Promise<Map<string, Counters>> {
   const out = new Map<string, Counters>();
   const started = campaigns.filter((c) => c.sent_at !== null);
   if (!started.length) return out;
