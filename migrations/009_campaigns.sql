@@ -40,5 +40,8 @@ CREATE INDEX emails_due_priority ON emails (priority, next_attempt_at) WHERE sta
 -- The claim now seeks (priority, next_attempt_at); the old due index would only cost every insert.
 DROP INDEX emails_due;
 
+-- A campaign's test send is never tracked (no pixel, no rewritten links), whatever the project's mode.
+ALTER TABLE email_contents ADD COLUMN no_tracking INTEGER NOT NULL DEFAULT 0;
+
 -- The fan-out walks a project's contacts in id order.
 CREATE INDEX contacts_project_id ON contacts (project_id, id);

@@ -24,6 +24,8 @@ export interface NewContent {
   type?: "TRANSACTIONAL" | "MARKETING" | "HEADLESS";
   headers?: Record<string, string> | null;
   attachments?: AttachmentInput[] | null;
+  /** Never tracked, whatever the project's tracking mode (a campaign's test send). */
+  noTracking?: boolean;
 }
 
 export interface NewEmail {
@@ -64,6 +66,7 @@ function contentRow(id: string, now: number, c: NewContent): Insertable<EmailCon
     headers: c.headers && Object.keys(c.headers).length ? JSON.stringify(c.headers) : null,
     attachments: c.attachments && c.attachments.length ? JSON.stringify(c.attachments) : null,
     created_at: now,
+    ...(c.noTracking ? { no_tracking: 1 } : {}),
   };
 }
 

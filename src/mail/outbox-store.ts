@@ -12,7 +12,7 @@ export type ClaimedEmail = Pick<
   "id" | "project_id" | "content_id" | "contact_id" | "to_email" | "to_name" | "vars" | "source_type" | "campaign_id" | "template_id" | "message_id" | "attempts" | "sent_at"
 >;
 
-export type ContentRow = Omit<Selectable<EmailContentsTable>, "created_at">;
+export type ContentRow = Omit<Selectable<EmailContentsTable>, "created_at" | "no_tracking"> & { no_tracking?: number };
 
 const CLAIMED_COLUMNS =
   "id, project_id, content_id, contact_id, to_email, to_name, vars, source_type, campaign_id, template_id, message_id, attempts, sent_at";
@@ -71,7 +71,7 @@ export function expiredLeases(sqlite: Database, now: number): string[] {
 export function loadContents(sqlite: Database, ids: string[]): ContentRow[] {
   return sqlite
     .query<ContentRow, [string]>(
-      `SELECT id, project_id, subject, html, text, from_email, from_name, reply_to, type, headers, attachments
+      `SELECT id, project_id, subject, html, text, from_email, from_name, reply_to, type, headers, attachments, no_tracking
        FROM email_contents WHERE id IN (SELECT value FROM json_each(?))`,
     )
     .all(JSON.stringify(ids));

@@ -106,6 +106,8 @@ class ContentCache {
 }
 
 interface PendingOutcome {
+  /** The email's campaign: told to ctx.hooks.campaignOutcomes once this outcome is committed. */
+  campaignId?: string | null;
   write?: OutcomeWrite;
   bounce?: BounceWrite;
   events: EventRow[];
@@ -136,8 +138,6 @@ export class Outbox {
   private flushing: Promise<void> | null = null;
   private flushTimer: ReturnType<typeof setTimeout> | null = null;
   private processing = new Set<Promise<void>>();
-  /** Campaigns with outcomes in the pending group commit (told to ctx.hooks.campaignOutcomes after it). */
-  private campaignsTouched = new Set<string>();
 
   constructor(
     private readonly ctx: AppContext,
@@ -315,8 +315,8 @@ export class Outbox {
         builds.push(this.settle(row, { write: { kind: "FAILED", id: row.id, reply: "local error: email content missing", host: null }, events: [] }));
         continue;
       }
-      // A campaign's test send (CAMPAIGN without a campaign id) is never tracked.
-      const mode = row.project_id ? (row.source_type === "CAMPAIGN" && !row.campaign_id ? "DISABLED" : (modes.get(row.project_id) ?? "ENABLED")) : undefined;
+      // Content marked no_tracking (a campaign's test send) is never tracked.
+      const mode = row.project_id ? (content.no_tracking ? "DISABLED" : (modes.get(row.project_id) ?? "ENABLED")) : undefined;
       builds.push(this.deliver(row, content, mode));
       if (i % 8 === 7) await yieldToEventLoop();
     }
@@ -379,6 +379,7 @@ export class Outbox {
       from: envelopeFromFor(row.id, content.from_email),
       to: row.to_email,
       raw,
+      urgent: row.source_type !== "CAMPAIGN",
       done: (result, info) => this.finish(row, result, info).finally(() => builder.release(raw)),
     });
   }
@@ -415,9 +416,8 @@ export class Outbox {
 
   /** Queues an outcome for the next group commit; resolves once it is committed. */
   private settle(row: ClaimedEmail, o: Omit<PendingOutcome, "resolve" | "reject">): Promise<void> {
-    if (row.campaign_id) this.campaignsTouched.add(row.campaign_id);
     return new Promise<void>((resolve, reject) => {
-      this.pending.push({ ...o, resolve, reject });
+      this.pending.push({ ...o, campaignId: row.campaign_id, resolve, reject });
       if (this.flushTimer && this.dispatcher.onWire === 0) {
         // Every connection is waiting for this commit: no further outcome will come, commit now.
         clearTimeout(this.flushTimer);
@@ -477,11 +477,8 @@ export class Outbox {
     if (bounces.length) await recordBounces(this.ctx, now, bounces);
     // Workflows start from these (ctx.hooks.onEvent); not awaited, so a slow hook never holds a connection.
     if (recorded.length) void notifyEvents(this.ctx, recorded);
-    if (this.campaignsTouched.size && this.ctx.hooks.campaignOutcomes) {
-      const ids = [...this.campaignsTouched];
-      this.campaignsTouched.clear();
-      this.ctx.hooks.campaignOutcomes(this.ctx, ids);
-    }
+    const campaigns = new Set(batch.map((p) => p.campaignId).filter((id): id is string => !!id));
+    if (campaigns.size) this.ctx.hooks.campaignOutcomes?.(this.ctx, [...campaigns]);
   }
 }
 

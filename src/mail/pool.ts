@@ -25,6 +25,8 @@ export interface Delivery {
   /** Envelope RCPT TO. */
   to: string;
   raw: Buffer;
+  /** Goes ahead of the destination's queue (transactional mail passes waiting campaign mail). */
+  urgent?: boolean;
   /** Records the outcome; resolves once it is durable. */
   done(result: DeliveryResult, info: DeliveryInfo): Promise<void>;
 }
@@ -84,7 +86,8 @@ class Destination {
   ) {}
 
   add(del: Delivery) {
-    this.queue.push(del);
+    if (del.urgent) this.queue.unshift(del);
+    else this.queue.push(del);
     this.pump();
   }
 

@@ -14,6 +14,8 @@ export interface EmailContentsTable {
   headers: string | null;
   attachments: string | null;
   created_at: number;
+  /** 1: never tracked (a campaign's test send). */
+  no_tracking: Generated<number>;
 }
 
 export type EmailStatus =

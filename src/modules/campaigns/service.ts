@@ -307,6 +307,7 @@ export async function testCampaign(ctx: AppContext, projectId: string, id: strin
     const contentId = await insertContent(trx, now, {
       projectId,
       subject: `[TEST] ${c.subject}`,
+      noTracking: true,
       html: c.body,
       fromEmail: c.from_email,
       fromName: c.from_name,
