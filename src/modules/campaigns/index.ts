@@ -40,8 +40,7 @@ export const campaignsModule: ModuleDef = {
       return { campaigns: Number(r.n) };
     });
     // DELETE /segments/:id is refused (409 INVALID_STATE) while a SCHEDULED or SENDING campaign uses it.
-    type InUse = Array<(c: typeof ctx, projectId: string, segmentId: string) => Promise<string | null>>;
-    (ctx.hooks as { segmentInUse?: InUse }).segmentInUse?.push(async (c, projectId, segmentId) => {
+    ctx.hooks.segmentInUse.push(async (c, projectId, segmentId) => {
       const used = await q.activeCampaignsUsingSegment(c.db, projectId, segmentId);
       return used.length ? `${used.length} active campaign(s): ${used.map((u) => `"${u.name}" (${u.status})`).join(", ")}` : null;
     });
