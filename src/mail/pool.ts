@@ -86,7 +86,9 @@ class Destination {
   ) {}
 
   add(del: Delivery) {
-    if (del.urgent) this.queue.unshift(del);
+    // Urgent messages keep their order among themselves, ahead of every non-urgent one.
+    const at = del.urgent ? this.queue.findIndex((q) => !q.urgent) : -1;
+    if (at >= 0) this.queue.splice(at, 0, del);
     else this.queue.push(del);
     this.pump();
   }
