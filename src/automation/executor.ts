@@ -1,0 +1,279 @@
+/**
+ * The executor: advances ONE execution per job. A job carries the execution's step_seq; the
+ * transaction that runs a step first takes the turn (compare-and-set on step_seq), then writes the
+ * step's log row, its effects (an email row, a contact update) and the next job together, so a job
+ * re-run after kill -9 finds the turn taken and does nothing: no step runs twice, no email is
+ * written twice. Steps that only touch the database are chained in the same transaction; DELAY,
+ * WAIT_FOR_EVENT and WEBHOOK (network, outside any transaction) end the chain with a job.
+ */
+import type { Transaction } from "kysely";
+import { notifyEvents } from "../audience/events";
+import type { AppContext } from "../context";
+import type { DB } from "../db";
+import type { JobRunContext } from "../jobs/queue";
+import { wakeOutbox } from "../mail/outbox";
+import { decideNext } from "./graph";
+import { runCondition } from "./steps/condition";
+import { runDelay } from "./steps/delay";
+import type { StepEnv, StepRunner } from "./steps/env";
+import { runExit } from "./steps/exit";
+import { runSendEmail } from "./steps/send-email";
+import { runUpdateContact } from "./steps/update-contact";
+import { runWaitForEvent } from "./steps/wait-for-event";
+import { performWebhook } from "./steps/webhook";
+import {
+  claimTurn,
+  getContactRow,
+  getExecution,
+  loadGraph,
+  openStepLog,
+  updateExecution,
+  workflowVersion,
+  writeStepLog,
+  type Db,
+  type ExecutionRow,
+  type LoadedWorkflow,
+} from "./store";
+import { fail, next, type StepOutcome, type StepType } from "./types";
+
+export const STEP_JOB = "workflow.step";
+/** Steps run in one transaction before the chain hands over to a new job. */
+const MAX_CHAIN = 50;
+const MAX_JOB_ATTEMPTS = 5;
+
+export type Resume = "delay" | "timeout" | "event" | "retry";
+
+export interface StepJobPayload {
+  executionId: string;
+  seq: number;
+  resume?: Resume;
+  /** The awaited event (resume "event"). */
+  event?: { id: string; name: string; data: Record<string, unknown> };
+}
+
+const RUNNERS: Record<Exclude<StepType, "WEBHOOK">, StepRunner> = {
+  SEND_EMAIL: runSendEmail,
+  DELAY: runDelay,
+  WAIT_FOR_EVENT: runWaitForEvent,
+  CONDITION: runCondition,
+  UPDATE_CONTACT: runUpdateContact,
+  EXIT: runExit,
+};
+
+// ---- workflow graphs, cached per version (every structural edit bumps workflows.updated_at) ----
+
+const graphs = new WeakMap<AppContext, Map<string, LoadedWorkflow>>();
+
+export async function loadWorkflow(ctx: AppContext, db: Db, workflowId: string): Promise<LoadedWorkflow | null> {
+  const v = await workflowVersion(db, workflowId);
+  if (!v) return null;
+  let cache = graphs.get(ctx);
+  if (!cache) graphs.set(ctx, (cache = new Map()));
+  const hit = cache.get(workflowId);
+  if (hit && hit.updatedAt === v.updated_at && hit.name === v.name) return hit;
+  const g = await loadGraph(db, workflowId);
+  const wf: LoadedWorkflow = { id: v.id, projectId: v.project_id, name: v.name, updatedAt: v.updated_at, steps: new Map(g.steps.map((s) => [s.id, s])), transitions: g.transitions };
+  if (cache.size > 1000) cache.clear();
+  cache.set(workflowId, wf);
+  return wf;
+}
+
+// ---- starting ----------------------------------------------------------------------------------
+
+export interface StartInput {
+  projectId: string;
+  workflowId: string;
+  entryStepId: string | null;
+  contactId: string;
+  context?: Record<string, unknown> | null;
+  event?: { id: string; name: string; data: Record<string, unknown> } | null;
+}
+
+/** Inserts a RUNNING execution and its first job inside `trx` (the caller wakes the job loop after commit). */
+export async function insertExecution(ctx: AppContext, trx: Transaction<DB>, input: StartInput, now: number): Promise<ExecutionRow> {
+  const id = Bun.randomUUIDv7(undefined, now);
+  const jobId = await ctx.jobs.enqueue(STEP_JOB, { executionId: id, seq: 0 } satisfies StepJobPayload, { trx, runAt: now, maxAttempts: MAX_JOB_ATTEMPTS });
+  const row: ExecutionRow = {
+    id,
+    project_id: input.projectId,
+    workflow_id: input.workflowId,
+    contact_id: input.contactId,
+    status: "RUNNING",
+    current_step_id: input.entryStepId,
+    step_seq: 0,
+    context: input.context ? JSON.stringify(input.context) : null,
+    trigger_event: input.event ? JSON.stringify(input.event) : null,
+    exit_reason: null,
+    wait_event: null,
+    wait_since: null,
+    resume_at: null,
+    job_id: jobId,
+    started_at: now,
+    completed_at: null,
+    updated_at: now,
+  };
+  await trx.insertInto("workflow_executions").values(row).execute();
+  return row;
+}
+
+/** Whether the contact may enter: without re-entry never twice; with it, not while one is active. */
+export async function mayEnter(db: Db, workflowId: string, contactId: string, allowReentry: boolean): Promise<boolean> {
+  let q = db.selectFrom("workflow_executions").select("id").where("workflow_id", "=", workflowId).where("contact_id", "=", contactId);
+  if (allowReentry) q = q.where("status", "in", ["RUNNING", "WAITING"]);
+  return !(await q.limit(1).executeTakeFirst());
+}
+
+// ---- advancing ---------------------------------------------------------------------------------
+
+interface Effects {
+  wakeOutbox: boolean;
+  events: StepEnv["effects"]["events"];
+  wakeJobs: boolean;
+}
+
+async function afterCommit(ctx: AppContext, fx: Effects) {
+  if (fx.wakeOutbox) wakeOutbox(ctx);
+  if (fx.wakeJobs) ctx.jobs.wake();
+  if (fx.events.length) await notifyEvents(ctx, fx.events);
+}
+
+const parse = (s: string | null) => (s ? JSON.parse(s) : null);
+
+/** The job handler: one turn of one execution. */
+export async function runStepJob(ctx: AppContext, job: JobRunContext<StepJobPayload>): Promise<unknown> {
+  const p = job.payload;
+  try {
+    return await advance(ctx, p);
+  } catch (e) {
+    if (job.attempt < MAX_JOB_ATTEMPTS) throw e;
+    // The last attempt: the execution fails visibly instead of staying RUNNING forever.
+    const now = ctx.clock.now();
+    await ctx.db.transaction().execute(async (trx) => {
+      if (!(await claimTurn(trx, p.executionId, p.seq, now))) return;
+      await updateExecution(trx, p.executionId, { status: "FAILED", exit_reason: String((e as Error)?.message ?? e), completed_at: now, resume_at: null, job_id: null, wait_event: null }, now);
+    });
+    return { failed: String(e) };
+  }
+}
+
+async function advance(ctx: AppContext, p: StepJobPayload): Promise<unknown> {
+  const ex = await getExecution(ctx.db, p.executionId);
+  if (!ex || ex.step_seq !== p.seq || (ex.status !== "RUNNING" && ex.status !== "WAITING")) return { stale: true };
+  const wf = await loadWorkflow(ctx, ctx.db, ex.workflow_id);
+  if (!wf) return { stale: true };
+  const current = ex.current_step_id ? wf.steps.get(ex.current_step_id) : undefined;
+
+  // A resume decides the waiting step's outcome; a WEBHOOK is performed before the transaction.
+  let first: StepOutcome | undefined;
+  if (p.resume === "delay") first = next(undefined, { resumedAt: new Date(ctx.clock.now()).toISOString() });
+  else if (p.resume === "timeout") first = next("timeout", { timedOut: true });
+  else if (p.resume === "event") first = next("event", { event: p.event ? { id: p.event.id, name: p.event.name } : null });
+  else if (current?.type === "WEBHOOK") {
+    const contact = await getContactRow(ctx.db, ex.project_id, ex.contact_id);
+    const open = await openStepLog(ctx.db, ex.id, current.id);
+    first = contact ? await performWebhook(ctx, { workflow: wf, execution: ex, step: current, contact, openLogId: open?.id ?? null }) : fail("The contact no longer exists");
+  }
+
+  const fx: Effects = { wakeOutbox: false, events: [], wakeJobs: false };
+  const now = ctx.clock.now();
+  const result = await ctx.db.transaction().execute(async (trx) => {
+    if (!(await claimTurn(trx, ex.id, p.seq, now))) return { stale: true };
+    return walk(ctx, trx, wf, ex, p.seq + 1, first, p.resume !== undefined || current?.type === "WEBHOOK", now, fx);
+  });
+  await afterCommit(ctx, fx);
+  return result;
+}
+
+/** Runs steps from the execution's current one until a wait, the end, or the chain cap. */
+async function walk(
+  ctx: AppContext,
+  trx: Transaction<DB>,
+  wf: LoadedWorkflow,
+  ex: ExecutionRow,
+  seq: number,
+  firstOutcome: StepOutcome | undefined,
+  resumed: boolean,
+  now: number,
+  fx: Effects,
+): Promise<unknown> {
+  const contact = await getContactRow(trx, ex.project_id, ex.contact_id);
+  const event = parse(ex.trigger_event);
+  const context = (parse(ex.context) ?? {}) as Record<string, unknown>;
+  const enqueue = (payload: Omit<StepJobPayload, "executionId" | "seq">, runAt: number) => {
+    fx.wakeJobs = true;
+    return ctx.jobs.enqueue(STEP_JOB, { executionId: ex.id, seq, ...payload } satisfies StepJobPayload, { trx, runAt, maxAttempts: MAX_JOB_ATTEMPTS });
+  };
+  const done = { resume_at: null, job_id: null, wait_event: null, wait_since: null } as const;
+  let stepId = ex.current_step_id;
+  let outcome = firstOutcome;
+  let open = resumed && stepId ? ((await openStepLog(trx, ex.id, stepId)) ?? null) : null;
+  for (let i = 0; i < MAX_CHAIN; i++) {
+    if (!stepId) {
+      await updateExecution(trx, ex.id, { ...done, status: "COMPLETED", current_step_id: null, completed_at: now }, now);
+      return { status: "COMPLETED" };
+    }
+    const step = wf.steps.get(stepId);
+    if (!step) {
+      await updateExecution(trx, ex.id, { ...done, status: "FAILED", exit_reason: `Step ${stepId} no longer exists`, completed_at: now }, now);
+      return { status: "FAILED" };
+    }
+    if (!contact) outcome = fail("The contact no longer exists");
+    if (!outcome) {
+      if (step.type === "WEBHOOK") {
+        // Network work happens outside a transaction: hand the step to its own job.
+        const jobId = await enqueue({}, now);
+        await updateExecution(trx, ex.id, { ...done, status: "RUNNING", current_step_id: step.id, job_id: jobId }, now);
+        return { status: "RUNNING", handedOver: step.id };
+      }
+      const env: StepEnv = { ctx, trx, now, workflow: wf, execution: ex, step, contact: contact!, event, context, effects: fx };
+      outcome = await RUNNERS[step.type](env);
+    }
+    const base = { executionId: ex.id, stepId: step.id, type: step.type, startedAt: open?.started_at ?? now };
+    switch (outcome.kind) {
+      case "next": {
+        await writeStepLog(trx, open?.id ?? null, now, { ...base, status: outcome.skipped ? "SKIPPED" : "COMPLETED", completedAt: now, output: outcome.output });
+        stepId = decideNext(wf, step.id, outcome);
+        outcome = undefined;
+        open = null;
+        continue;
+      }
+      case "wait": {
+        await writeStepLog(trx, open?.id ?? null, now, { ...base, status: "WAITING", completedAt: null, output: outcome.output });
+        const jobId = await enqueue({ resume: "delay" }, outcome.until);
+        await updateExecution(trx, ex.id, { ...done, status: "WAITING", current_step_id: step.id, resume_at: outcome.until, job_id: jobId }, now);
+        return { status: "WAITING", until: outcome.until };
+      }
+      case "waitEvent": {
+        await writeStepLog(trx, open?.id ?? null, now, { ...base, status: "WAITING", completedAt: null, output: outcome.output });
+        const jobId = outcome.timeoutAt === null ? null : await enqueue({ resume: "timeout" }, outcome.timeoutAt);
+        await updateExecution(
+          trx,
+          ex.id,
+          { status: "WAITING", current_step_id: step.id, wait_event: outcome.eventName, wait_since: now, resume_at: outcome.timeoutAt, job_id: jobId },
+          now,
+        );
+        return { status: "WAITING", eventName: outcome.eventName };
+      }
+      case "exit": {
+        await writeStepLog(trx, open?.id ?? null, now, { ...base, status: "COMPLETED", completedAt: now, output: outcome.output });
+        await updateExecution(trx, ex.id, { ...done, status: "EXITED", current_step_id: step.id, exit_reason: outcome.reason, completed_at: now }, now);
+        return { status: "EXITED" };
+      }
+      case "fail": {
+        await writeStepLog(trx, open?.id ?? null, now, { ...base, status: "FAILED", completedAt: now, output: outcome.output, error: outcome.error });
+        await updateExecution(trx, ex.id, { ...done, status: "FAILED", current_step_id: step.id, exit_reason: outcome.error, completed_at: now }, now);
+        return { status: "FAILED" };
+      }
+      case "retry": {
+        await writeStepLog(trx, open?.id ?? null, now, { ...base, status: "RUNNING", completedAt: null, output: outcome.output, error: outcome.error });
+        const jobId = await enqueue({ resume: "retry" }, outcome.at);
+        await updateExecution(trx, ex.id, { ...done, status: "RUNNING", current_step_id: step.id, resume_at: outcome.at, job_id: jobId }, now);
+        return { status: "RUNNING", retryAt: outcome.at };
+      }
+    }
+  }
+  // Chain cap: continue in a fresh job.
+  const jobId = await enqueue({}, now);
+  await updateExecution(trx, ex.id, { ...done, status: "RUNNING", current_step_id: stepId, job_id: jobId }, now);
+  return { status: "RUNNING" };
+}

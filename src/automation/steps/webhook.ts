@@ -1,0 +1,17 @@
+import type { ContactRow } from "../../audience/contacts";
+import type { AppContext } from "../../context";
+import type { ExecutionRow, LoadedStep, LoadedWorkflow } from "../store";
+import { fail, type StepOutcome } from "../types";
+
+export interface WebhookInput {
+  workflow: LoadedWorkflow;
+  execution: ExecutionRow;
+  step: LoadedStep;
+  contact: ContactRow;
+  openLogId: string | null;
+}
+
+/** WEBHOOK: performed outside any transaction; the outcome is committed by the executor. */
+export async function performWebhook(_ctx: AppContext, _input: WebhookInput): Promise<StepOutcome> {
+  return fail("WEBHOOK steps are not available yet");
+}

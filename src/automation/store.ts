@@ -1,0 +1,149 @@
+/**
+ * The engine's SQL (Kysely): executions, their step log, and the workflow graph an execution
+ * walks. Every write takes the caller's transaction.
+ */
+import type { Kysely, Selectable, Transaction } from "kysely";
+import type { DB } from "../db";
+import type { WorkflowExecutionsTable, WorkflowStepsTable, WorkflowsTable } from "../db/tables/workflows";
+import type { Branch, ExecutionStatus, GraphTransition, StepLogStatus, StepType } from "./types";
+
+export type Db = Kysely<DB> | Transaction<DB>;
+export type ExecutionRow = Selectable<WorkflowExecutionsTable>;
+export type WorkflowRow = Selectable<WorkflowsTable>;
+export type StepRow = Selectable<WorkflowStepsTable>;
+
+export interface LoadedStep {
+  id: string;
+  type: StepType;
+  name: string;
+  config: Record<string, unknown>;
+}
+
+/** A workflow with its graph, as the executor walks it (cached per workflow version). */
+export interface LoadedWorkflow {
+  id: string;
+  projectId: string;
+  name: string;
+  updatedAt: number;
+  steps: Map<string, LoadedStep>;
+  transitions: GraphTransition[];
+}
+
+export const getExecution = (db: Db, id: string) => db.selectFrom("workflow_executions").selectAll().where("id", "=", id).executeTakeFirst();
+
+export const workflowVersion = (db: Db, id: string) =>
+  db.selectFrom("workflows").select(["id", "project_id", "name", "updated_at"]).where("id", "=", id).executeTakeFirst();
+
+export async function loadGraph(db: Db, workflowId: string) {
+  const [steps, transitions] = await Promise.all([
+    db.selectFrom("workflow_steps").selectAll().where("workflow_id", "=", workflowId).orderBy("created_at").orderBy("id").execute(),
+    db.selectFrom("workflow_transitions").selectAll().where("workflow_id", "=", workflowId).orderBy("created_at").orderBy("id").execute(),
+  ]);
+  return {
+    steps: steps.map((s) => ({ id: s.id, type: s.type as StepType, name: s.name, config: JSON.parse(s.config) as Record<string, unknown> })),
+    transitions: transitions.map((t) => ({ id: t.id, fromStepId: t.from_step_id, toStepId: t.to_step_id, branch: (t.branch as Branch | null) ?? null })),
+  };
+}
+
+/** Takes the execution's turn: bumps step_seq from `seq` while it is active. False when someone else moved it. */
+export async function claimTurn(trx: Db, id: string, seq: number, now: number): Promise<boolean> {
+  const r = await trx
+    .updateTable("workflow_executions")
+    .set({ step_seq: seq + 1, updated_at: now })
+    .where("id", "=", id)
+    .where("step_seq", "=", seq)
+    .where("status", "in", ["RUNNING", "WAITING"])
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
+export interface ExecutionPatch {
+  status?: ExecutionStatus;
+  current_step_id?: string | null;
+  step_seq?: number;
+  exit_reason?: string | null;
+  wait_event?: string | null;
+  wait_since?: number | null;
+  resume_at?: number | null;
+  job_id?: string | null;
+  completed_at?: number | null;
+}
+
+export async function updateExecution(trx: Db, id: string, patch: ExecutionPatch, now: number): Promise<void> {
+  await trx.updateTable("workflow_executions").set({ ...patch, updated_at: now }).where("id", "=", id).execute();
+}
+
+export interface StepLogInput {
+  executionId: string;
+  stepId: string;
+  type: string;
+  status: StepLogStatus;
+  startedAt: number;
+  completedAt: number | null;
+  output?: unknown;
+  error?: string | null;
+}
+
+const json = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
+
+/** The open (RUNNING or WAITING) log row of a step, if the step was entered before. */
+export const openStepLog = (db: Db, executionId: string, stepId: string) =>
+  db
+    .selectFrom("workflow_execution_steps")
+    .select(["id", "started_at"])
+    .where("execution_id", "=", executionId)
+    .where("step_id", "=", stepId)
+    .where("status", "in", ["RUNNING", "WAITING"])
+    .orderBy("id", "desc")
+    .executeTakeFirst();
+
+export async function writeStepLog(trx: Db, openId: string | null, now: number, log: StepLogInput): Promise<void> {
+  if (openId) {
+    await trx
+      .updateTable("workflow_execution_steps")
+      .set({ status: log.status, completed_at: log.completedAt, output: json(log.output), error: log.error ?? null })
+      .where("id", "=", openId)
+      .execute();
+    return;
+  }
+  await trx
+    .insertInto("workflow_execution_steps")
+    .values({
+      id: Bun.randomUUIDv7(undefined, now),
+      execution_id: log.executionId,
+      step_id: log.stepId,
+      type: log.type,
+      status: log.status,
+      started_at: log.startedAt,
+      completed_at: log.completedAt,
+      output: json(log.output),
+      error: log.error ?? null,
+    })
+    .execute();
+}
+
+/** Closes the open log rows of an execution (cancel). */
+export async function closeOpenLogs(trx: Db, executionId: string, now: number, error: string): Promise<void> {
+  await trx
+    .updateTable("workflow_execution_steps")
+    .set({ status: "FAILED", completed_at: now, error })
+    .where("execution_id", "=", executionId)
+    .where("status", "in", ["RUNNING", "WAITING"])
+    .execute();
+}
+
+/** Marks a waiting job as cancelled (a resume that no longer applies), inside the caller's transaction. */
+export async function dropJob(trx: Db, jobId: string | null, now: number): Promise<void> {
+  if (!jobId) return;
+  await trx.updateTable("jobs").set({ state: "failed", error: "cancelled", finished_at: now, updated_at: now }).where("id", "=", jobId).where("state", "=", "waiting").execute();
+}
+
+export const getTemplateRow = (db: Db, projectId: string, id: string) =>
+  db.selectFrom("templates").selectAll().where("project_id", "=", projectId).where("id", "=", id).executeTakeFirst();
+
+export const getContactRow = (db: Db, projectId: string, id: string) =>
+  db.selectFrom("contacts").selectAll().where("project_id", "=", projectId).where("id", "=", id).executeTakeFirst();
+
+export async function writeContact(trx: Db, id: string, set: { data?: string; subscribed?: number }, now: number): Promise<void> {
+  await trx.updateTable("contacts").set({ ...set, updated_at: now }).where("id", "=", id).execute();
+}
