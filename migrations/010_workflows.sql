@@ -56,6 +56,7 @@ CREATE TABLE workflow_executions (
   exit_reason TEXT,
   wait_event TEXT,             -- WAIT_FOR_EVENT: the awaited event name while WAITING
   wait_since INTEGER,
+  wait_seq INTEGER,            -- events.seq when the wait began: only later events resume it
   resume_at INTEGER,           -- when a DELAY ends or a WAIT_FOR_EVENT times out
   job_id TEXT,                 -- the pending job that resumes it
   started_at INTEGER NOT NULL,

@@ -23,6 +23,7 @@ import { runWaitForEvent } from "./steps/wait-for-event";
 import { performWebhook } from "./steps/webhook";
 import {
   claimTurn,
+  currentEventSeq,
   getContactRow,
   getExecution,
   loadGraph,
@@ -106,6 +107,7 @@ export async function insertExecution(ctx: AppContext, trx: Transaction<DB>, inp
     exit_reason: null,
     wait_event: null,
     wait_since: null,
+    wait_seq: null,
     resume_at: null,
     job_id: jobId,
     started_at: now,
@@ -203,7 +205,7 @@ async function walk(
     fx.wakeJobs = true;
     return ctx.jobs.enqueue(STEP_JOB, { executionId: ex.id, seq, ...payload } satisfies StepJobPayload, { trx, runAt, maxAttempts: MAX_JOB_ATTEMPTS });
   };
-  const done = { resume_at: null, job_id: null, wait_event: null, wait_since: null } as const;
+  const done = { resume_at: null, job_id: null, wait_event: null, wait_since: null, wait_seq: null } as const;
   let stepId = ex.current_step_id;
   let outcome = firstOutcome;
   let open = resumed && stepId ? ((await openStepLog(trx, ex.id, stepId)) ?? null) : null;
@@ -249,7 +251,7 @@ async function walk(
         await updateExecution(
           trx,
           ex.id,
-          { status: "WAITING", current_step_id: step.id, wait_event: outcome.eventName, wait_since: now, resume_at: outcome.timeoutAt, job_id: jobId },
+          { status: "WAITING", current_step_id: step.id, wait_event: outcome.eventName, wait_since: now, wait_seq: await currentEventSeq(trx), resume_at: outcome.timeoutAt, job_id: jobId },
           now,
         );
         return { status: "WAITING", eventName: outcome.eventName };

@@ -64,6 +64,7 @@ export interface ExecutionPatch {
   exit_reason?: string | null;
   wait_event?: string | null;
   wait_since?: number | null;
+  wait_seq?: number | null;
   resume_at?: number | null;
   job_id?: string | null;
   completed_at?: number | null;
@@ -146,4 +147,10 @@ export const getContactRow = (db: Db, projectId: string, id: string) =>
 
 export async function writeContact(trx: Db, id: string, set: { data?: string; subscribed?: number }, now: number): Promise<void> {
   await trx.updateTable("contacts").set({ ...set, updated_at: now }).where("id", "=", id).execute();
+}
+
+/** The last events.seq: a wait that begins now is resumed only by events after it. */
+export async function currentEventSeq(db: Db): Promise<number> {
+  const r = await db.selectFrom("events").select((eb) => eb.fn.max("seq").as("max")).executeTakeFirst();
+  return Number(r?.max ?? 0);
 }

@@ -18,8 +18,8 @@ beforeAll(async () => {
     await must(c.api("/templates", { key: c.key, body: { name: "Welcome", subject: "Hi {{firstName}} ({{workflow.plan}})", body: "<p>Welcome {{email}}, you did {{event.what}}</p>", from: `hello@${SENDER}`, type: "TRANSACTIONAL" } }), 201)
   ).id;
   marketingId = (await must(c.api("/templates", { key: c.key, body: { name: "News", subject: "News", body: "<p>news</p>", from: `hello@${SENDER}` } }), 201)).id;
-});
-afterAll(() => env.close());
+}, 30_000);
+afterAll(() => env?.close());
 
 describe("workflow CRUD", () => {
   test("create is always EVENT and disabled; get has steps and transitions", async () => {

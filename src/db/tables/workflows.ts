@@ -52,6 +52,7 @@ export interface WorkflowExecutionsTable {
   exit_reason: string | null;
   wait_event: string | null;
   wait_since: number | null;
+  wait_seq: number | null;
   resume_at: number | null;
   job_id: string | null;
   started_at: number;
