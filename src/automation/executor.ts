@@ -25,6 +25,7 @@ import {
   claimTurn,
   currentEventSeq,
   getContactRow,
+  claimTurnRow,
   getExecution,
   loadGraph,
   openStepLog,
@@ -65,17 +66,24 @@ const RUNNERS: Record<Exclude<StepType, "WEBHOOK">, StepRunner> = {
 
 const graphs = new WeakMap<AppContext, Map<string, LoadedWorkflow>>();
 
-export async function loadWorkflow(ctx: AppContext, db: Db, workflowId: string): Promise<LoadedWorkflow | null> {
+export async function loadWorkflow(ctx: AppContext, db: Db, workflowId: string, memo?: Map<string, unknown>): Promise<LoadedWorkflow | null> {
+  // Inside one batch transaction nothing else changes the graph: check the version once.
+  const seen = memo?.get(`wf:${workflowId}`) as LoadedWorkflow | undefined;
+  if (seen) return seen;
   const v = await workflowVersion(db, workflowId);
   if (!v) return null;
   let cache = graphs.get(ctx);
   if (!cache) graphs.set(ctx, (cache = new Map()));
   const hit = cache.get(workflowId);
-  if (hit && hit.updatedAt === v.updated_at && hit.name === v.name) return hit;
+  if (hit && hit.updatedAt === v.updated_at && hit.name === v.name) {
+    memo?.set(`wf:${workflowId}`, hit);
+    return hit;
+  }
   const g = await loadGraph(db, workflowId);
   const wf: LoadedWorkflow = { id: v.id, projectId: v.project_id, name: v.name, updatedAt: v.updated_at, steps: new Map(g.steps.map((s) => [s.id, s])), transitions: g.transitions };
   if (cache.size > 1000) cache.clear();
   cache.set(workflowId, wf);
+  memo?.set(`wf:${workflowId}`, wf);
   return wf;
 }
 
@@ -128,6 +136,8 @@ export async function mayEnter(db: Db, workflowId: string, contactId: string, al
 // ---- advancing ---------------------------------------------------------------------------------
 
 interface Effects {
+  /** Look-ups shared by the turns of one transaction (workflow graphs, templates). */
+  memo: Map<string, unknown>;
   wakeOutbox: boolean;
   events: StepEnv["effects"]["events"];
   wakeJobs: boolean;
@@ -141,11 +151,12 @@ async function afterCommit(ctx: AppContext, fx: Effects) {
 
 const parse = (s: string | null) => (s ? JSON.parse(s) : null);
 
-/** The job handler: one turn of one execution. */
+/** The job handler: one turn of one execution, then (when more are due) a batch of others. */
 export async function runStepJob(ctx: AppContext, job: JobRunContext<StepJobPayload>): Promise<unknown> {
   const p = job.payload;
+  let result: unknown;
   try {
-    return await advance(ctx, p);
+    result = await advance(ctx, p);
   } catch (e) {
     if (job.attempt < MAX_JOB_ATTEMPTS) throw e;
     // The last attempt: the execution fails visibly instead of staying RUNNING forever.
@@ -156,6 +167,59 @@ export async function runStepJob(ctx: AppContext, job: JobRunContext<StepJobPayl
     });
     return { failed: String(e) };
   }
+  // Thousands of DELAYs can fall due at the same moment: take the other due step jobs in batches,
+  // each batch (the jobs, their steps, their emails, their next jobs) in one transaction.
+  let batched = 0;
+  while (batched < MAX_BATCHED_PER_RUN) {
+    const n = await advanceBatch(ctx);
+    if (!n) break;
+    batched += n;
+  }
+  return batched ? { result, batched } : result;
+}
+
+/** Due step jobs taken per transaction (short enough not to hold up HTTP writers). */
+const BATCH = 25;
+const MAX_BATCHED_PER_RUN = 2000;
+
+/**
+ * Claims up to BATCH due, waiting step jobs and runs them inside ONE transaction that also marks
+ * them completed: a crash rolls back both. A job whose step needs the network (WEBHOOK) is handed
+ * to a fresh job by walk(); stale ones complete as no-ops.
+ */
+async function advanceBatch(ctx: AppContext): Promise<number> {
+  const fx: Effects = { memo: new Map(), wakeOutbox: false, events: [], wakeJobs: false };
+  const n = await ctx.db.transaction().execute(async (trx) => {
+    const now = ctx.clock.now();
+    const rows = await trx
+      .updateTable("jobs")
+      .set((eb) => ({ state: "completed", progress: 100, finished_at: now, updated_at: now, attempts: eb("attempts", "+", 1) }))
+      .where("id", "in", (qb) =>
+        qb.selectFrom("jobs").select("id").where("state", "=", "waiting").where("run_at", "<=", now).where("type", "=", STEP_JOB).orderBy("run_at").limit(BATCH),
+      )
+      .returning(["id", "payload"])
+      .execute();
+    for (const r of rows) await advanceInTrx(ctx, trx, JSON.parse(r.payload) as StepJobPayload, now, fx);
+    return rows.length;
+  });
+  await afterCommit(ctx, fx);
+  return n;
+}
+
+function resumeOutcome(ctx: AppContext, p: StepJobPayload): StepOutcome | undefined {
+  if (p.resume === "delay") return next(undefined, { resumedAt: new Date(ctx.clock.now()).toISOString() });
+  if (p.resume === "timeout") return next("timeout", { timedOut: true });
+  if (p.resume === "event") return next("event", { event: p.event ? { id: p.event.id, name: p.event.name } : null });
+  return undefined;
+}
+
+/** One turn inside the caller's transaction (batches): no network, a WEBHOOK is handed over. */
+async function advanceInTrx(ctx: AppContext, trx: Transaction<DB>, p: StepJobPayload, now: number, fx: Effects): Promise<void> {
+  const ex = await claimTurnRow(trx, p.executionId, p.seq, now);
+  if (!ex) return;
+  const wf = await loadWorkflow(ctx, trx, ex.workflow_id, fx.memo);
+  if (!wf) return;
+  await walk(ctx, trx, wf, ex, p.seq + 1, resumeOutcome(ctx, p), p.resume !== undefined, now, fx);
 }
 
 async function advance(ctx: AppContext, p: StepJobPayload): Promise<unknown> {
@@ -166,17 +230,14 @@ async function advance(ctx: AppContext, p: StepJobPayload): Promise<unknown> {
   const current = ex.current_step_id ? wf.steps.get(ex.current_step_id) : undefined;
 
   // A resume decides the waiting step's outcome; a WEBHOOK is performed before the transaction.
-  let first: StepOutcome | undefined;
-  if (p.resume === "delay") first = next(undefined, { resumedAt: new Date(ctx.clock.now()).toISOString() });
-  else if (p.resume === "timeout") first = next("timeout", { timedOut: true });
-  else if (p.resume === "event") first = next("event", { event: p.event ? { id: p.event.id, name: p.event.name } : null });
-  else if (current?.type === "WEBHOOK") {
+  let first = resumeOutcome(ctx, p);
+  if (!first && current?.type === "WEBHOOK") {
     const contact = await getContactRow(ctx.db, ex.project_id, ex.contact_id);
     const open = await openStepLog(ctx.db, ex.id, current.id);
-    first = contact ? await performWebhook(ctx, { workflow: wf, execution: ex, step: current, contact, openLogId: open?.id ?? null }) : fail("The contact no longer exists");
+    first = contact ? await performWebhook(ctx, { workflow: wf, execution: ex, step: current, contact, openLog: open ?? null }) : fail("The contact no longer exists");
   }
 
-  const fx: Effects = { wakeOutbox: false, events: [], wakeJobs: false };
+  const fx: Effects = { memo: new Map(), wakeOutbox: false, events: [], wakeJobs: false };
   const now = ctx.clock.now();
   const result = await ctx.db.transaction().execute(async (trx) => {
     if (!(await claimTurn(trx, ex.id, p.seq, now))) return { stale: true };
@@ -208,7 +269,8 @@ async function walk(
   const done = { resume_at: null, job_id: null, wait_event: null, wait_since: null, wait_seq: null } as const;
   let stepId = ex.current_step_id;
   let outcome = firstOutcome;
-  let open = resumed && stepId ? ((await openStepLog(trx, ex.id, stepId)) ?? null) : null;
+  // The first step of a resumed turn has an open log row (its wait or retry) to close.
+  let reopen = resumed;
   for (let i = 0; i < MAX_CHAIN; i++) {
     if (!stepId) {
       await updateExecution(trx, ex.id, { ...done, status: "COMPLETED", current_step_id: null, completed_at: now }, now);
@@ -227,26 +289,26 @@ async function walk(
         await updateExecution(trx, ex.id, { ...done, status: "RUNNING", current_step_id: step.id, job_id: jobId }, now);
         return { status: "RUNNING", handedOver: step.id };
       }
-      const env: StepEnv = { ctx, trx, now, workflow: wf, execution: ex, step, contact: contact!, event, context, effects: fx };
+      const env: StepEnv = { ctx, trx, now, workflow: wf, execution: ex, step, contact: contact!, event, context, effects: fx, memo: fx.memo };
       outcome = await RUNNERS[step.type](env);
     }
-    const base = { executionId: ex.id, stepId: step.id, type: step.type, startedAt: open?.started_at ?? now };
+    const base = { executionId: ex.id, stepId: step.id, type: step.type, startedAt: now };
     switch (outcome.kind) {
       case "next": {
-        await writeStepLog(trx, open?.id ?? null, now, { ...base, status: outcome.skipped ? "SKIPPED" : "COMPLETED", completedAt: now, output: outcome.output });
+        await writeStepLog(trx, reopen, now, { ...base, status: outcome.skipped ? "SKIPPED" : "COMPLETED", completedAt: now, output: outcome.output });
         stepId = decideNext(wf, step.id, outcome);
         outcome = undefined;
-        open = null;
+        reopen = false;
         continue;
       }
       case "wait": {
-        await writeStepLog(trx, open?.id ?? null, now, { ...base, status: "WAITING", completedAt: null, output: outcome.output });
+        await writeStepLog(trx, reopen, now, { ...base, status: "WAITING", completedAt: null, output: outcome.output });
         const jobId = await enqueue({ resume: "delay" }, outcome.until);
         await updateExecution(trx, ex.id, { ...done, status: "WAITING", current_step_id: step.id, resume_at: outcome.until, job_id: jobId }, now);
         return { status: "WAITING", until: outcome.until };
       }
       case "waitEvent": {
-        await writeStepLog(trx, open?.id ?? null, now, { ...base, status: "WAITING", completedAt: null, output: outcome.output });
+        await writeStepLog(trx, reopen, now, { ...base, status: "WAITING", completedAt: null, output: outcome.output });
         const jobId = outcome.timeoutAt === null ? null : await enqueue({ resume: "timeout" }, outcome.timeoutAt);
         await updateExecution(
           trx,
@@ -257,17 +319,17 @@ async function walk(
         return { status: "WAITING", eventName: outcome.eventName };
       }
       case "exit": {
-        await writeStepLog(trx, open?.id ?? null, now, { ...base, status: "COMPLETED", completedAt: now, output: outcome.output });
+        await writeStepLog(trx, reopen, now, { ...base, status: "COMPLETED", completedAt: now, output: outcome.output });
         await updateExecution(trx, ex.id, { ...done, status: "EXITED", current_step_id: step.id, exit_reason: outcome.reason, completed_at: now }, now);
         return { status: "EXITED" };
       }
       case "fail": {
-        await writeStepLog(trx, open?.id ?? null, now, { ...base, status: "FAILED", completedAt: now, output: outcome.output, error: outcome.error });
+        await writeStepLog(trx, reopen, now, { ...base, status: "FAILED", completedAt: now, output: outcome.output, error: outcome.error });
         await updateExecution(trx, ex.id, { ...done, status: "FAILED", current_step_id: step.id, exit_reason: outcome.error, completed_at: now }, now);
         return { status: "FAILED" };
       }
       case "retry": {
-        await writeStepLog(trx, open?.id ?? null, now, { ...base, status: "RUNNING", completedAt: null, output: outcome.output, error: outcome.error });
+        await writeStepLog(trx, reopen, now, { ...base, status: "RUNNING", completedAt: null, output: outcome.output, error: outcome.error });
         const jobId = await enqueue({ resume: "retry" }, outcome.at);
         await updateExecution(trx, ex.id, { ...done, status: "RUNNING", current_step_id: step.id, resume_at: outcome.at, job_id: jobId }, now);
         return { status: "RUNNING", retryAt: outcome.at };

@@ -45,6 +45,17 @@ export async function loadGraph(db: Db, workflowId: string) {
   };
 }
 
+/** claimTurn that also returns the execution row (after the bump), or undefined. */
+export const claimTurnRow = (trx: Db, id: string, seq: number, now: number) =>
+  trx
+    .updateTable("workflow_executions")
+    .set({ step_seq: seq + 1, updated_at: now })
+    .where("id", "=", id)
+    .where("step_seq", "=", seq)
+    .where("status", "in", ["RUNNING", "WAITING"])
+    .returningAll()
+    .executeTakeFirst();
+
 /** Takes the execution's turn: bumps step_seq from `seq` while it is active. False when someone else moved it. */
 export async function claimTurn(trx: Db, id: string, seq: number, now: number): Promise<boolean> {
   const r = await trx
@@ -98,14 +109,20 @@ export const openStepLog = (db: Db, executionId: string, stepId: string) =>
     .orderBy("id", "desc")
     .executeTakeFirst();
 
-export async function writeStepLog(trx: Db, openId: string | null, now: number, log: StepLogInput): Promise<void> {
-  if (openId) {
-    await trx
+/**
+ * Writes a step's log row: with `reopen` (a resumed wait or retry) the step's open row is updated,
+ * otherwise (or when there is none) a row is inserted.
+ */
+export async function writeStepLog(trx: Db, reopen: boolean, now: number, log: StepLogInput): Promise<void> {
+  if (reopen) {
+    const r = await trx
       .updateTable("workflow_execution_steps")
       .set({ status: log.status, completed_at: log.completedAt, output: json(log.output), error: log.error ?? null })
-      .where("id", "=", openId)
-      .execute();
-    return;
+      .where("execution_id", "=", log.executionId)
+      .where("step_id", "=", log.stepId)
+      .where("status", "in", ["RUNNING", "WAITING"])
+      .executeTakeFirst();
+    if (Number(r.numUpdatedRows)) return;
   }
   await trx
     .insertInto("workflow_execution_steps")

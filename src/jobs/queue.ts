@@ -159,22 +159,23 @@ export class JobQueue {
     const now = this.clock.now();
     const types = [...this.handlers.keys()];
     if (!types.length) return 0;
+    // Due jobs in run_at order straight off the (state, run_at) index (an OR with the expired leases
+    // made SQLite sort every due row on each claim: quadratic when thousands fall due together).
+    const [due, expired] = await Promise.all([
+      this.db.selectFrom("jobs").select("id").where("state", "=", "waiting").where("run_at", "<=", now).where("type", "in", types).orderBy("run_at").limit(free).execute(),
+      this.db.selectFrom("jobs").select("id").where("state", "=", "active").where("lease_until", "<", now).where("type", "in", types).limit(free).execute(),
+    ]);
+    const ids = [...expired, ...due].slice(0, free).map((r) => r.id);
+    if (!ids.length) return 0;
     const claimed = await this.db
       .updateTable("jobs")
       .set({ state: "active", lease_until: now + this.leaseMs, updated_at: now, attempts: (eb) => eb("attempts", "+", 1) })
-      .where("id", "in", (qb) =>
-        qb
-          .selectFrom("jobs")
-          .select("id")
-          .where((eb) =>
-            eb.or([
-              eb.and([eb("state", "=", "waiting"), eb("run_at", "<=", now)]),
-              eb.and([eb("state", "=", "active"), eb("lease_until", "<", now)]),
-            ]),
-          )
-          .where("type", "in", types)
-          .orderBy("run_at")
-          .limit(free),
+      .where("id", "in", ids)
+      .where((eb) =>
+        eb.or([
+          eb.and([eb("state", "=", "waiting"), eb("run_at", "<=", now)]),
+          eb.and([eb("state", "=", "active"), eb("lease_until", "<", now)]),
+        ]),
       )
       .returningAll()
       .execute();

@@ -19,6 +19,8 @@ export interface StepEnv {
   event: { id: string; name: string; data: Record<string, unknown> } | null;
   /** The execution context (`workflow.*` variables). */
   context: Record<string, unknown>;
+  /** Look-ups shared by the turns of one transaction (e.g. a template used by a batch). */
+  memo: Map<string, unknown>;
   /** Work to do after the commit. */
   effects: { wakeOutbox: boolean; events: RecordedEvent[] };
 }

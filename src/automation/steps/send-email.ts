@@ -13,7 +13,9 @@ import type { StepRunner } from "./env";
 export const runSendEmail: StepRunner = async (env) => {
   const { templateId } = env.step.config as unknown as SendEmailConfig;
   const projectId = env.workflow.projectId;
-  const tpl = await getTemplateRow(env.trx, projectId, templateId);
+  const memoKey = `tpl:${projectId}:${templateId}`;
+  let tpl = env.memo.get(memoKey) as Awaited<ReturnType<typeof getTemplateRow>>;
+  if (!tpl) env.memo.set(memoKey, (tpl = await getTemplateRow(env.trx, projectId, templateId)));
   if (!tpl) return fail(`Template ${templateId} does not exist`);
   const contact = env.contact;
   if (tpl.type !== "TRANSACTIONAL" && contact.subscribed !== 1) {

@@ -8,7 +8,8 @@ export interface WebhookInput {
   execution: ExecutionRow;
   step: LoadedStep;
   contact: ContactRow;
-  openLogId: string | null;
+  /** The step's open log row (a retry): its output carries the attempts so far. */
+  openLog: { id: string; started_at: number } | null;
 }
 
 /** WEBHOOK: performed outside any transaction; the outcome is committed by the executor. */
