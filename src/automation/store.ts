@@ -171,3 +171,31 @@ export async function currentEventSeq(db: Db): Promise<number> {
   const r = await db.selectFrom("events").select((eb) => eb.fn.max("seq").as("max")).executeTakeFirst();
   return Number(r?.max ?? 0);
 }
+
+/** Due, waiting jobs of one type in run_at order (read inside the batch's transaction). */
+export const dueStepJobs = (trx: Db, type: string, now: number, limit: number) =>
+  trx.selectFrom("jobs").select(["id", "payload"]).where("state", "=", "waiting").where("run_at", "<=", now).where("type", "=", type).orderBy("run_at").limit(limit).execute();
+
+/** Marks jobs run by a batch completed, in the batch's transaction. */
+export async function completeJobs(trx: Db, ids: string[], now: number): Promise<void> {
+  for (let i = 0; i < ids.length; i += 500) {
+    await trx
+      .updateTable("jobs")
+      .set((eb) => ({ state: "completed", progress: 100, finished_at: now, updated_at: now, attempts: eb("attempts", "+", 1) }))
+      .where("id", "in", ids.slice(i, i + 500))
+      .execute();
+  }
+}
+
+/** Loads the contacts of these executions into the batch memo (`contact:<id>`). */
+export async function preloadContacts(trx: Db, executionIds: string[], memo: Map<string, unknown>): Promise<void> {
+  for (let i = 0; i < executionIds.length; i += 500) {
+    const rows = await trx
+      .selectFrom("workflow_executions as e")
+      .innerJoin("contacts as c", "c.id", "e.contact_id")
+      .selectAll("c")
+      .where("e.id", "in", executionIds.slice(i, i + 500))
+      .execute();
+    for (const c of rows) memo.set(`contact:${c.id}`, c);
+  }
+}
