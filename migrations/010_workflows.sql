@@ -80,3 +80,7 @@ CREATE TABLE workflow_execution_steps (
   error TEXT
 );
 CREATE INDEX workflow_execution_steps_execution ON workflow_execution_steps (execution_id, id);
+
+-- The project's secret for signing workflow webhooks (decisions: `webhookSecret`, whsec_…, rotated
+-- with the keys). Projects created before this migration get one the first time it is needed.
+ALTER TABLE projects ADD COLUMN webhook_secret TEXT;

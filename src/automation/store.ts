@@ -102,7 +102,7 @@ const json = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
 export const openStepLog = (db: Db, executionId: string, stepId: string) =>
   db
     .selectFrom("workflow_execution_steps")
-    .select(["id", "started_at"])
+    .select(["id", "started_at", "output"])
     .where("execution_id", "=", executionId)
     .where("step_id", "=", stepId)
     .where("status", "in", ["RUNNING", "WAITING"])
@@ -198,4 +198,15 @@ export async function preloadContacts(trx: Db, executionIds: string[], memo: Map
       .execute();
     for (const c of rows) memo.set(`contact:${c.id}`, c);
   }
+}
+
+/** The project's webhook signing secret; projects from before migration 010 get one on first use. */
+export async function projectWebhookSecret(db: Db, projectId: string, generate: () => string): Promise<string | null> {
+  const row = await db.selectFrom("projects").select("webhook_secret").where("id", "=", projectId).executeTakeFirst();
+  if (!row) return null;
+  if (row.webhook_secret) return row.webhook_secret;
+  const secret = generate();
+  await db.updateTable("projects").set({ webhook_secret: secret }).where("id", "=", projectId).where("webhook_secret", "is", null).execute();
+  const again = await db.selectFrom("projects").select("webhook_secret").where("id", "=", projectId).executeTakeFirst();
+  return again?.webhook_secret ?? secret;
 }
