@@ -73,13 +73,14 @@ CREATE TABLE workflow_execution_steps (
   execution_id TEXT NOT NULL REFERENCES workflow_executions(id) ON DELETE CASCADE,
   step_id TEXT NOT NULL,
   type TEXT NOT NULL,
+  ord INTEGER NOT NULL,        -- order within the execution: step_seq * 1000 + position in the turn's chain
   status TEXT NOT NULL,        -- RUNNING | WAITING | COMPLETED | SKIPPED | FAILED
   started_at INTEGER NOT NULL,
   completed_at INTEGER,
   output TEXT,                 -- JSON or NULL
   error TEXT
 );
-CREATE INDEX workflow_execution_steps_execution ON workflow_execution_steps (execution_id, id);
+CREATE INDEX workflow_execution_steps_execution ON workflow_execution_steps (execution_id, ord);
 
 -- The project's secret for signing workflow webhooks (decisions: `webhookSecret`, whsec_…, rotated
 -- with the keys). Projects created before this migration get one the first time it is needed.

@@ -300,7 +300,7 @@ async function walk(
       const env: StepEnv = { ctx, trx, now, workflow: wf, execution: ex, step, contact: contact!, event, context, effects: fx, memo: fx.memo };
       outcome = await RUNNERS[step.type](env);
     }
-    const base = { executionId: ex.id, stepId: step.id, type: step.type, startedAt: now };
+    const base = { executionId: ex.id, stepId: step.id, type: step.type, startedAt: now, ord: seq * 1000 + i };
     switch (outcome.kind) {
       case "next": {
         await writeStepLog(trx, reopen, now, { ...base, status: outcome.skipped ? "SKIPPED" : "COMPLETED", completedAt: now, output: outcome.output });

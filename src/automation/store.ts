@@ -89,6 +89,8 @@ export interface StepLogInput {
   executionId: string;
   stepId: string;
   type: string;
+  /** Order within the execution (step_seq * 1000 + position in the turn). */
+  ord: number;
   status: StepLogStatus;
   startedAt: number;
   completedAt: number | null;
@@ -131,6 +133,7 @@ export async function writeStepLog(trx: Db, reopen: boolean, now: number, log: S
       execution_id: log.executionId,
       step_id: log.stepId,
       type: log.type,
+      ord: log.ord,
       status: log.status,
       started_at: log.startedAt,
       completed_at: log.completedAt,

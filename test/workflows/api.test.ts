@@ -212,6 +212,36 @@ describe("executions", () => {
     expect(d2.completedAt).not.toBeNull();
   });
 
+  test("CONDITION through the condition compiler: a tree with workflow.* facts and contact fields; invalid trees are 422", async () => {
+    const wf = await createWorkflow(c);
+    const tree = { logic: "OR", groups: [{ filters: [{ field: "workflow.tier", operator: "equals", value: "gold" }] }, { filters: [{ field: "email", operator: "endsWith", value: "@vip.test" }] }] };
+    const cond = await addStep(c, wf.id, "CONDITION", tree);
+    const yes = await addStep(c, wf.id, "EXIT", { reason: "yes" });
+    const no = await addStep(c, wf.id, "EXIT", { reason: "no" });
+    await link(c, wf.id, cond.id, yes.id, "yes");
+    await link(c, wf.id, cond.id, no.id, "no");
+    await must(c.api(`/workflows/${wf.id}`, { method: "PATCH", key: c.key, body: { triggerType: "MANUAL", enabled: true } }), 200);
+    const gold = await contact(c, `gold@${RCPT}`);
+    const vip = await contact(c, "boss@vip.test");
+    const plain = await contact(c, `plain@${RCPT}`);
+    const reasons: string[] = [];
+    for (const [ct, context] of [[gold, { tier: "gold" }], [vip, {}], [plain, { tier: "silver" }]] as const) {
+      const e = await start(c, wf.id, { contactId: ct.id, context });
+      reasons.push((await waitForExecution(c, wf.id, e.id, "EXITED")).exitReason);
+    }
+    expect(reasons).toEqual(["yes", "yes", "no"]);
+
+    const bad = await c.api(`/workflows/${wf.id}/steps`, { key: c.key, body: { type: "CONDITION", config: { logic: "AND", groups: [{ filters: [{ field: "data.plan", operator: "sortOf", value: 1 }] }] } } });
+    expect(bad.status).toBe(422);
+    expect(bad.body.error.errors.map((e: any) => e.field)).toContain("config.groups[0].filters[0].operator");
+    const bare = await c.api(`/workflows/${wf.id}/steps`, { key: c.key, body: { type: "CONDITION", config: { field: "data.plan", operator: "sortOf", value: 1 } } });
+    expect(bare.status).toBe(422);
+    expect(bare.body.error.errors.map((e: any) => e.field)).toContain("config.operator");
+    const badField = await c.api(`/workflows/${wf.id}/steps`, { key: c.key, body: { type: "CONDITION", config: { field: "nonsense", operator: "equals", value: 1 } } });
+    expect(badField.status).toBe(422);
+    expect(badField.body.error.errors.map((e: any) => e.field)).toContain("config.field");
+  });
+
   test("MARKETING email skips an unsubscribed contact and goes on", async () => {
     const wf = await chain(c, [
       ["SEND_EMAIL", { templateId: marketingId }],

@@ -49,6 +49,23 @@ test("a tracked event starts the enabled workflow: the welcome email is rendered
   expect((await executions(c, wf.id)).total).toBe(1);
 });
 
+test("CONDITION on event.* of the triggering event: both branches", async () => {
+  const wf = await createWorkflow(c, { triggerConfig: { eventName: "order" } });
+  const cond = await addStep(c, wf.id, "CONDITION", { field: "event.total", operator: "greaterThan", value: 100 });
+  const big = await addStep(c, wf.id, "UPDATE_CONTACT", { updates: { segment: "big" } });
+  const small = await addStep(c, wf.id, "UPDATE_CONTACT", { updates: { segment: "small" } });
+  await link(c, wf.id, cond.id, big.id, "yes");
+  await link(c, wf.id, cond.id, small.id, "no");
+  await must(c.api(`/workflows/${wf.id}`, { method: "PATCH", key: c.key, body: { enabled: true, allowReentry: true } }), 200);
+  await track(`big@${RCPT}`, "order", { total: { value: 250, persistent: false } });
+  await track(`small@${RCPT}`, "order", { total: { value: 20, persistent: false } });
+  const list = await waitForCount(wf.id, 2, "COMPLETED");
+  expect(list.total).toBe(2);
+  const segOf = async (email: string) => (await must(c.api(`/contacts?search=${email}`, { key: c.key }), 200)).data[0].data.segment;
+  expect(await segOf("big@")).toBe("big");
+  expect(await segOf("small@")).toBe("small");
+});
+
 test("system events trigger workflows: contact.unsubscribed from PATCH /contacts", async () => {
   const wf = await chain(c, [["UPDATE_CONTACT", { updates: { churned: true } }]], { eventName: "contact.unsubscribed" });
   const ct = await contact(c, `leaver@${RCPT}`);

@@ -65,6 +65,7 @@ export interface WorkflowExecutionStepsTable {
   execution_id: string;
   step_id: string;
   type: string;
+  ord: number;
   status: string;
   started_at: number;
   completed_at: number | null;

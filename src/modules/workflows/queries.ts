@@ -63,7 +63,7 @@ export const getExecution = (db: Db, workflowId: string, id: string) =>
   db.selectFrom("workflow_executions").selectAll().where("workflow_id", "=", workflowId).where("id", "=", id).executeTakeFirst();
 
 export const executionSteps = (db: Db, executionId: string) =>
-  db.selectFrom("workflow_execution_steps").selectAll().where("execution_id", "=", executionId).orderBy("id").execute();
+  db.selectFrom("workflow_execution_steps").selectAll().where("execution_id", "=", executionId).orderBy("ord").orderBy("id").execute();
 
 export const activeExecutions = (db: Db, workflowId: string) =>
   db.selectFrom("workflow_executions").select(["id", "job_id"]).where("workflow_id", "=", workflowId).where("status", "in", ACTIVE).execute();
