@@ -204,8 +204,7 @@ async function advanceBatch(ctx: AppContext): Promise<number> {
     const done: string[] = [];
     for (let i = 0; i < rows.length; i++) {
       if (done.length && performance.now() - t0 > BATCH_BUDGET_MS) break;
-      await advanceInTrx(ctx, trx, payloads[i]!, now, fx);
-      done.push(rows[i]!.id);
+      if (await advanceInTrx(ctx, trx, payloads[i]!, now, fx)) done.push(rows[i]!.id);
     }
     await completeJobs(trx, done, now);
     return done.length;
@@ -221,13 +220,22 @@ function resumeOutcome(ctx: AppContext, p: StepJobPayload): StepOutcome | undefi
   return undefined;
 }
 
-/** One turn inside the caller's transaction (batches): no network, a WEBHOOK is handed over. */
-async function advanceInTrx(ctx: AppContext, trx: Transaction<DB>, p: StepJobPayload, now: number, fx: Effects): Promise<void> {
+/**
+ * One turn inside the caller's transaction (batches). False when the turn needs the network (a
+ * WEBHOOK to perform): the job is left to the job loop, which runs it on its own.
+ */
+async function advanceInTrx(ctx: AppContext, trx: Transaction<DB>, p: StepJobPayload, now: number, fx: Effects): Promise<boolean> {
   const ex = await claimTurnRow(trx, p.executionId, p.seq, now);
-  if (!ex) return;
+  if (!ex) return true; // stale: the job completes as a no-op
   const wf = await loadWorkflow(ctx, trx, ex.workflow_id, fx.memo);
-  if (!wf) return;
-  await walk(ctx, trx, wf, ex, p.seq + 1, resumeOutcome(ctx, p), p.resume !== undefined, now, fx);
+  if (!wf) return true;
+  const first = resumeOutcome(ctx, p);
+  if (!first && ex.current_step_id && wf.steps.get(ex.current_step_id)?.type === "WEBHOOK") {
+    await updateExecution(trx, ex.id, { step_seq: p.seq }, ex.updated_at); // give the turn back
+    return false;
+  }
+  await walk(ctx, trx, wf, ex, p.seq + 1, first, p.resume !== undefined, now, fx);
+  return true;
 }
 
 async function advance(ctx: AppContext, p: StepJobPayload): Promise<unknown> {

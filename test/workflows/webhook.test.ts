@@ -95,6 +95,22 @@ describe("WEBHOOK", () => {
     expect(got[0]!.method).toBe("PUT");
   });
 
+  test("DELAY then WEBHOOK for several executions: each webhook is called exactly once", async () => {
+    const wf = await chain(c, [["DELAY", { amount: 5, unit: "minutes" }], ["WEBHOOK", { url: `${base}/ok?n={{email}}` }], ["UPDATE_CONTACT", { updates: { hooked: true } }]]);
+    const n = received.length;
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const ct = await contact(c, `batch${i}@example.com`);
+      ids.push((await start(c, wf.id, { contactId: ct.id })).id);
+    }
+    for (const id of ids) await waitForExecution(c, wf.id, id, "WAITING");
+    srv.clock.advance(5 * 60_000 + 10);
+    await srv.drainJobs();
+    for (const id of ids) await waitForExecution(c, wf.id, id, "COMPLETED");
+    const paths = since(n).map((r) => r.path).sort();
+    expect(paths).toEqual([0, 1, 2, 3, 4].map((i) => `/ok?n=batch${i}@example.com`));
+  });
+
   test("4xx fails the execution at once", async () => {
     const wf = await chain(c, [["WEBHOOK", { url: `${base}/bad` }], ["EXIT", {}]]);
     const ct = await contact(c, "four@example.com");

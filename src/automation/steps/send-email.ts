@@ -22,15 +22,21 @@ export const runSendEmail: StepRunner = async (env) => {
     return next(undefined, { skipped: "contact is unsubscribed", templateId }, true);
   }
   const suppressed = (await suppressedAddresses(env.trx, projectId, [contact.email])).size > 0;
-  const contentId = await insertContent(env.trx, env.now, {
-    projectId,
-    subject: tpl.subject,
-    html: tpl.body,
-    fromEmail: tpl.from_email,
-    fromName: tpl.from_name,
-    replyTo: tpl.reply_to,
-    type: tpl.type as "TRANSACTIONAL" | "MARKETING" | "HEADLESS",
-  });
+  // The content (the template's sources) is shared by every email of this transaction's batch.
+  const contentKey = `content:${tpl.id}:${tpl.updated_at}`;
+  let contentId = env.memo.get(contentKey) as string | undefined;
+  if (!contentId) {
+    contentId = await insertContent(env.trx, env.now, {
+      projectId,
+      subject: tpl.subject,
+      html: tpl.body,
+      fromEmail: tpl.from_email,
+      fromName: tpl.from_name,
+      replyTo: tpl.reply_to,
+      type: tpl.type as "TRANSACTIONAL" | "MARKETING" | "HEADLESS",
+    });
+    env.memo.set(contentKey, contentId);
+  }
   const vars = { ...parseData(contact.data), email: contact.email, id: contact.id, event: env.event?.data ?? {}, workflow: env.context };
   const [emailId] = await insertEmails(env.trx, env.now, env.ctx.config.hostname, [
     {
