@@ -101,11 +101,9 @@ export interface StartInput {
   event?: { id: string; name: string; data: Record<string, unknown> } | null;
 }
 
-/** Inserts a RUNNING execution and its first job inside `trx` (the caller wakes the job loop after commit). */
-export async function insertExecution(ctx: AppContext, trx: Transaction<DB>, input: StartInput, now: number): Promise<ExecutionRow> {
-  const id = Bun.randomUUIDv7(undefined, now);
-  const jobId = await ctx.jobs.enqueue(STEP_JOB, { executionId: id, seq: 0 } satisfies StepJobPayload, { trx, runAt: now, maxAttempts: MAX_JOB_ATTEMPTS });
-  const row: ExecutionRow = {
+/** The row of a new RUNNING execution whose first job is `jobId`. */
+export function newExecutionRow(id: string, input: StartInput, jobId: string, now: number): ExecutionRow {
+  return {
     id,
     project_id: input.projectId,
     workflow_id: input.workflowId,
@@ -125,8 +123,21 @@ export async function insertExecution(ctx: AppContext, trx: Transaction<DB>, inp
     completed_at: null,
     updated_at: now,
   };
-  await trx.insertInto("workflow_executions").values(row).execute();
-  return row;
+}
+
+/** Inserts a RUNNING execution and its first job inside `trx` (the caller wakes the job loop after commit). */
+export async function insertExecution(ctx: AppContext, trx: Transaction<DB>, input: StartInput, now: number): Promise<ExecutionRow> {
+  return (await insertExecutions(ctx, trx, [input], now))[0]!;
+}
+
+/** Many starts with multi-row inserts (the trigger consumer's batches). */
+export async function insertExecutions(ctx: AppContext, trx: Transaction<DB>, inputs: StartInput[], now: number): Promise<ExecutionRow[]> {
+  if (!inputs.length) return [];
+  const ids = inputs.map(() => Bun.randomUUIDv7(undefined, now));
+  const jobIds = await ctx.jobs.enqueueMany(STEP_JOB, ids.map((executionId) => ({ executionId, seq: 0 }) satisfies StepJobPayload), { trx, runAt: now, maxAttempts: MAX_JOB_ATTEMPTS });
+  const rows = inputs.map((input, i) => newExecutionRow(ids[i]!, input, jobIds[i]!, now));
+  for (let i = 0; i < rows.length; i += 100) await trx.insertInto("workflow_executions").values(rows.slice(i, i + 100)).execute();
+  return rows;
 }
 
 /** Whether the contact may enter: without re-entry never twice; with it, not while one is active. */

@@ -8,7 +8,7 @@ import type { Transaction } from "kysely";
 import type { AppContext } from "../context";
 import type { DB } from "../db";
 import type { FeedEvent } from "../jobs/event-feed";
-import { insertExecution, mayEnter, STEP_JOB, type StepJobPayload } from "./executor";
+import { insertExecutions, STEP_JOB, type StartInput, type StepJobPayload } from "./executor";
 import { claimTurn, dropJob, updateExecution } from "./store";
 
 export const FEED_CONSUMER = "workflows";
@@ -50,12 +50,29 @@ export async function onFeedEvents(ctx: AppContext, trx: Transaction<DB>, events
       w.wait_event = null; // resumed once
       wrote = true;
     }
-    for (const wf of workflows) {
-      if (wf.trigger_event !== ev.name || wf.project_id !== ev.projectId) continue;
-      if (!(await mayEnter(trx, wf.id, ev.contactId, wf.allow_reentry === 1))) continue;
-      await insertExecution(ctx, trx, { projectId: ev.projectId, workflowId: wf.id, entryStepId: wf.entry_step_id, contactId: ev.contactId, event: { id: ev.id, name: ev.name, data: ev.data ?? {} } }, now);
-      wrote = true;
+  }
+  // Starts: every (enabled workflow, event) pair, minus contacts that may not enter (one look-up for
+  // the batch; entries made by this batch count too), written with multi-row inserts.
+  const pairs = events.flatMap((ev) => workflows.filter((wf) => wf.trigger_event === ev.name && wf.project_id === ev.projectId).map((wf) => ({ wf, ev })));
+  if (pairs.length) {
+    const once = [...new Set(pairs.filter((p) => p.wf.allow_reentry !== 1).map((p) => p.wf.id))];
+    const existing = await trx
+      .selectFrom("workflow_executions")
+      .select(["workflow_id", "contact_id"])
+      .where("workflow_id", "in", [...new Set(pairs.map((p) => p.wf.id))])
+      .where("contact_id", "in", [...new Set(pairs.map((p) => p.ev.contactId))])
+      .where((eb) => (once.length ? eb.or([eb("status", "in", ["RUNNING", "WAITING"]), eb("workflow_id", "in", once)]) : eb("status", "in", ["RUNNING", "WAITING"])))
+      .execute();
+    const entered = new Set(existing.map((r) => `${r.workflow_id}:${r.contact_id}`));
+    const starts: StartInput[] = [];
+    for (const { wf, ev } of pairs) {
+      const key = `${wf.id}:${ev.contactId}`;
+      if (entered.has(key)) continue;
+      entered.add(key);
+      starts.push({ projectId: ev.projectId, workflowId: wf.id, entryStepId: wf.entry_step_id, contactId: ev.contactId, event: { id: ev.id, name: ev.name, data: ev.data ?? {} } });
     }
+    await insertExecutions(ctx, trx, starts, now);
+    if (starts.length) wrote = true;
   }
   // The claim of the job loop waits for this transaction's commit (one connection), so waking now is safe.
   if (wrote) ctx.jobs.wake();

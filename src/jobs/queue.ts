@@ -102,6 +102,27 @@ export class JobQueue {
     return id;
   }
 
+  /** Enqueues many jobs of one type with multi-row inserts (no dedupe). Returns their ids in order. */
+  async enqueueMany(type: string, payloads: unknown[], opts: Omit<EnqueueOptions, "dedupeKey"> = {}): Promise<string[]> {
+    const now = this.clock.now();
+    const db = opts.trx ?? this.db;
+    const rows = payloads.map((payload) => ({
+      id: Bun.randomUUIDv7(),
+      type,
+      project_id: opts.projectId ?? null,
+      state: "waiting",
+      payload: JSON.stringify(payload ?? {}),
+      run_at: opts.runAt ?? now,
+      max_attempts: opts.maxAttempts ?? 5,
+      dedupe_key: null,
+      created_at: now,
+      updated_at: now,
+    }));
+    for (let i = 0; i < rows.length; i += 200) await db.insertInto("jobs").values(rows.slice(i, i + 200)).execute();
+    if (!opts.trx && rows.length) this.wake();
+    return rows.map((r) => r.id);
+  }
+
   async get(id: string) {
     return this.db.selectFrom("jobs").selectAll().where("id", "=", id).executeTakeFirst();
   }
