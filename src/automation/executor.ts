@@ -182,24 +182,33 @@ export async function runStepJob(ctx: AppContext, job: JobRunContext<StepJobPayl
     return { failed: String(e) };
   }
   // Thousands of DELAYs can fall due at the same moment: take the other due step jobs in batches,
-  // each batch (the jobs, their steps, their emails, their next jobs) in one transaction.
+  // each batch (the jobs, their steps, their emails, their next jobs) in one short transaction.
+  // One batch runner at a time, yielding between batches, so HTTP writers get the database in turn.
+  if (batching.has(ctx)) return result;
+  batching.add(ctx);
   let batched = 0;
-  while (batched < MAX_BATCHED_PER_RUN) {
-    const n = await advanceBatch(ctx);
-    if (!n) break;
-    batched += n;
+  try {
+    while (batched < MAX_BATCHED_PER_RUN) {
+      const n = await advanceBatch(ctx);
+      if (!n) break;
+      batched += n;
+      await new Promise((r) => setImmediate(r));
+    }
+  } finally {
+    batching.delete(ctx);
   }
   return batched ? { result, batched } : result;
 }
 
 /** Due step jobs looked at per transaction, and the time one batch may hold the database. */
 const BATCH = 200;
-const BATCH_BUDGET_MS = 25;
+const BATCH_BUDGET_MS = 10;
+const batching = new WeakSet<AppContext>();
 const MAX_BATCHED_PER_RUN = 5000;
 
 /**
  * Runs due, waiting step jobs inside ONE transaction that also marks them completed (a crash rolls
- * back both), until BATCH_BUDGET_MS has passed: short enough not to hold up HTTP writers. A job
+ * back both), until BATCH_BUDGET_MS has passed: short enough not to hold up HTTP writers for long. A job
  * whose step needs the network (WEBHOOK) is handed to a fresh job by walk(); stale ones complete
  * as no-ops.
  */
