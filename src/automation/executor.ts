@@ -7,6 +7,7 @@
  * WAIT_FOR_EVENT and WEBHOOK (network, outside any transaction) end the chain with a job.
  */
 import type { Transaction } from "kysely";
+import { contactsChangedMany } from "../audience/changes";
 import { notifyEvents } from "../audience/events";
 import type { AppContext } from "../context";
 import type { DB } from "../db";
@@ -154,6 +155,7 @@ interface Effects {
   memo: Map<string, unknown>;
   wakeOutbox: boolean;
   events: StepEnv["effects"]["events"];
+  contacts: StepEnv["effects"]["contacts"];
   wakeJobs: boolean;
 }
 
@@ -161,6 +163,8 @@ async function afterCommit(ctx: AppContext, fx: Effects) {
   if (fx.wakeOutbox) wakeOutbox(ctx);
   if (fx.wakeJobs) ctx.jobs.wake();
   if (fx.events.length) await notifyEvents(ctx, fx.events);
+  // Tracked segments re-evaluate the contacts UPDATE_CONTACT wrote.
+  if (fx.contacts.length) await contactsChangedMany(ctx, fx.contacts);
 }
 
 const parse = (s: string | null) => (s ? JSON.parse(s) : null);
@@ -213,7 +217,7 @@ const MAX_BATCHED_PER_RUN = 5000;
  * as no-ops.
  */
 async function advanceBatch(ctx: AppContext): Promise<number> {
-  const fx: Effects = { memo: new Map(), wakeOutbox: false, events: [], wakeJobs: false };
+  const fx: Effects = { memo: new Map(), wakeOutbox: false, events: [], contacts: [], wakeJobs: false };
   const n = await ctx.db.transaction().execute(async (trx) => {
     const now = ctx.clock.now();
     const t0 = performance.now();
@@ -273,7 +277,7 @@ async function advance(ctx: AppContext, p: StepJobPayload): Promise<unknown> {
     first = contact ? await performWebhook(ctx, { workflow: wf, execution: ex, step: current, contact, openLog: open ?? null }) : fail("The contact no longer exists");
   }
 
-  const fx: Effects = { memo: new Map(), wakeOutbox: false, events: [], wakeJobs: false };
+  const fx: Effects = { memo: new Map(), wakeOutbox: false, events: [], contacts: [], wakeJobs: false };
   const now = ctx.clock.now();
   const result = await ctx.db.transaction().execute(async (trx) => {
     if (!(await claimTurn(trx, ex.id, p.seq, now))) return { stale: true };

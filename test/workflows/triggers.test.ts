@@ -75,6 +75,18 @@ test("system events trigger workflows: contact.unsubscribed from PATCH /contacts
   expect((await must(c.api(`/contacts/${ct.id}`, { key: c.key }), 200)).data).toMatchObject({ churned: true });
 });
 
+test("a workflow's UPDATE_CONTACT moves the contact into a tracked segment, whose entry event starts another workflow", async () => {
+  const seg = await must(c.api("/segments", { key: c.key, body: { name: "Pro users", trackMembership: true, condition: { logic: "AND", groups: [{ filters: [{ field: "data.plan", operator: "equals", value: "pro" }] }] } } }), 201);
+  expect(seg.slug).toBe("pro-users");
+  const upgrade = await chain(c, [["UPDATE_CONTACT", { updates: { plan: "pro" } }]], { eventName: "upgraded" });
+  const welcome = await chain(c, [["UPDATE_CONTACT", { updates: { welcomedPro: true } }]], { eventName: "segment.pro-users.entry" });
+  await track(`upgrader@${RCPT}`, "upgraded");
+  await waitForCount(upgrade.id, 1, "COMPLETED");
+  await waitForCount(welcome.id, 1, "COMPLETED", 15_000);
+  const ct = (await must(c.api(`/contacts?search=upgrader@`, { key: c.key }), 200)).data[0];
+  expect(ct.data).toMatchObject({ plan: "pro", welcomedPro: true });
+});
+
 test("re-entry on triggers: off starts once per contact, on starts again after the first finished", async () => {
   const once = await chain(c, [["EXIT", {}]], { eventName: "visit" });
   const again = await chain(c, [["EXIT", {}]], { eventName: "visit", allowReentry: true });

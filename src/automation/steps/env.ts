@@ -22,7 +22,7 @@ export interface StepEnv {
   /** Look-ups shared by the turns of one transaction (e.g. a template used by a batch). */
   memo: Map<string, unknown>;
   /** Work to do after the commit. */
-  effects: { wakeOutbox: boolean; events: RecordedEvent[] };
+  effects: { wakeOutbox: boolean; events: RecordedEvent[]; contacts: { projectId: string; contactId: string }[] };
 }
 
 export type StepRunner = (env: StepEnv) => Promise<StepOutcome>;

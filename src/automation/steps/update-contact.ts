@@ -19,6 +19,7 @@ export const runUpdateContact: StepRunner = async (env) => {
     const set = { data: JSON.stringify(rules.stored), subscribed: after ? 1 : 0 };
     await writeContact(env.trx, contact.id, set, env.now);
     Object.assign(contact, set, { updated_at: env.now });
+    env.effects.contacts.push({ projectId: env.workflow.projectId, contactId: contact.id });
   }
   if (flip) {
     const data = { source: "workflow", workflowId: env.workflow.id, executionId: env.execution.id };
