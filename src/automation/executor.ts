@@ -196,7 +196,11 @@ export async function runStepJob(ctx: AppContext, job: JobRunContext<StepJobPayl
       const n = await advanceBatch(ctx);
       if (!n) break;
       batched += n;
+      // Yield; when the event loop is busy (HTTP traffic waiting), back off for a multiple of that wait.
+      const t = performance.now();
       await new Promise((r) => setImmediate(r));
+      const lag = performance.now() - t;
+      if (lag > 4) await Bun.sleep(Math.min(40, lag * 3));
     }
   } finally {
     batching.delete(ctx);
