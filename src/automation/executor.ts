@@ -193,7 +193,14 @@ export async function runStepJob(ctx: AppContext, job: JobRunContext<StepJobPayl
   let batched = 0;
   try {
     while (batched < MAX_BATCHED_PER_RUN) {
-      const n = await advanceBatch(ctx);
+      let n: number;
+      try {
+        n = await advanceBatch(ctx);
+      } catch (e) {
+        // One turn failed and rolled its batch back: the job loop runs those jobs one by one (and fails a bad one).
+        ctx.log.warn("workflow batch failed; its jobs run one by one", { error: String((e as Error)?.message ?? e) });
+        break;
+      }
       if (!n) break;
       batched += n;
       // Yield; when the event loop is busy (HTTP traffic waiting), back off for a multiple of that wait.
