@@ -14,6 +14,7 @@ import { templatesModule } from "./templates";
 import { trackingModule } from "./tracking";
 import { userRoutes } from "./users/routes";
 import { verifyModule } from "./verify";
+import { workflowsModule } from "./workflows";
 
 /** Every module of the service, in install order. */
 export const MODULES: ModuleDef[] = [
@@ -32,4 +33,5 @@ export const MODULES: ModuleDef[] = [
   emailsModule,
   activityModule,
   metricsModule,
+  workflowsModule,
 ];
