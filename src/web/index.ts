@@ -86,6 +86,9 @@ function respond(request: Request, s: Served, cache: string): Response {
 export function webRoutes() {
   return new Elysia()
     .get("/", async ({ request }) => respond(request, (await load()).html, "no-cache"))
+    // Account emails link to these paths (src/modules/users/service.ts): hand the token to the app's page.
+    .get("/auth/reset-password", ({ query, redirect }) => redirect(`/?token=${encodeURIComponent(String(query.token ?? ""))}#/reset-password`, 302))
+    .get("/auth/verify-email", ({ query, redirect }) => redirect(`/?token=${encodeURIComponent(String(query.token ?? ""))}#/verify-email`, 302))
     .get("/assets/:name", async ({ request, params, set }) => {
       const f = (await load()).files.get(params.name);
       if (!f) {

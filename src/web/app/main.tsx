@@ -1,4 +1,6 @@
+import "@xyflow/react/dist/style.css";
 import "./styles.css";
+import { lazy, Suspense } from "react";
 import { createRoot } from "react-dom/client";
 import { Link, Redirect, Route, Router, Switch, useLocation } from "wouter";
 import { useHashLocation } from "wouter/use-hash-location";
@@ -11,10 +13,13 @@ import { ContactPage, ContactsPage } from "./pages/contacts";
 import { TemplateEditorPage, TemplatesPage } from "./pages/templates";
 import { ActivityPage } from "./pages/activity";
 import { EmailsPage } from "./pages/emails";
-import { SegmentPage, SegmentsPage } from "./pages/segments";
-import { CampaignPage, CampaignsPage } from "./pages/campaigns";
-import { WorkflowPage, WorkflowsPage } from "./pages/workflows";
-import { AnalyticsPage } from "./pages/analytics";
+const SegmentPage = lazy(() => import("./pages/segments").then((m) => ({ default: m.SegmentPage })));
+const SegmentsPage = lazy(() => import("./pages/segments").then((m) => ({ default: m.SegmentsPage })));
+const CampaignPage = lazy(() => import("./pages/campaigns").then((m) => ({ default: m.CampaignPage })));
+const CampaignsPage = lazy(() => import("./pages/campaigns").then((m) => ({ default: m.CampaignsPage })));
+const WorkflowPage = lazy(() => import("./pages/workflows").then((m) => ({ default: m.WorkflowPage })));
+const WorkflowsPage = lazy(() => import("./pages/workflows").then((m) => ({ default: m.WorkflowsPage })));
+const AnalyticsPage = lazy(() => import("./pages/analytics").then((m) => ({ default: m.AnalyticsPage })));
 import { BillingPage } from "./pages/billing";
 import { WebhooksPage } from "./pages/webhooks";
 
@@ -104,6 +109,7 @@ function Shell() {
         )}
         {/* key: a project switch remounts every page, so no page shows another project's data. */}
         <div key={s.project.id}>
+          <Suspense fallback={<Loading />}>
           <Switch>
             <Route path="/" component={AnalyticsPage} />
             <Route path="/projects/new">{() => <NewProjectPage />}</Route>
@@ -123,12 +129,15 @@ function Shell() {
             <Route path="/emails" component={EmailsPage} />
             <Route path="/billing" component={BillingPage} />
             <Route path="/webhooks" component={WebhooksPage} />
+            <Route path="/reset-password" component={ResetPasswordPage} />
+            <Route path="/verify-email" component={VerifyEmailPage} />
             <Route path="/login">{() => <Redirect to="/" />}</Route>
             <Route path="/signup">{() => <Redirect to="/" />}</Route>
             <Route>
               <p>Page not found.</p>
             </Route>
           </Switch>
+          </Suspense>
         </div>
       </main>
     </div>
