@@ -1,4 +1,5 @@
 import { activityModule } from "./activity";
+import { audienceCountModule } from "./audience-count";
 import { contactsModule } from "./contacts";
 import { domainsModule } from "./domains";
 import { emailsModule } from "./emails";
@@ -29,5 +30,6 @@ export const MODULES: ModuleDef[] = [
   emailsModule,
   activityModule,
   metricsModule,
+  audienceCountModule,
   webModule,
 ];
