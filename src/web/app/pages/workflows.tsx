@@ -37,7 +37,7 @@ const STEP_TYPES = ["SEND_EMAIL", "DELAY", "WAIT_FOR_EVENT", "CONDITION", "WEBHO
 const DEFAULT_CONFIG: Record<string, Record<string, unknown>> = {
   SEND_EMAIL: { templateId: "" },
   DELAY: { amount: 1, unit: "hours" },
-  WAIT_FOR_EVENT: { eventName: "", timeout: 86400 },
+  WAIT_FOR_EVENT: { eventName: "purchase", timeout: 86400 },
   CONDITION: { field: "data.plan", operator: "equals", value: "pro" },
   WEBHOOK: { url: "https://example.com/hook", method: "POST" },
   UPDATE_CONTACT: { updates: {}, subscriptionAction: "none" },
@@ -136,6 +136,7 @@ function WorkflowEditor({ wf, reload }: { wf: Workflow; reload: () => void }) {
   const [, navigate] = useLocation();
   const steps = wf.steps ?? [];
   const transitions = wf.transitions ?? [];
+  const templates = useAsync(() => api<OffsetPage<Template>>("/templates", { query: { pageSize: 100 } }).then((p) => p.data), []);
 
   const nodes: Node[] = useMemo(
     () =>
@@ -162,7 +163,8 @@ function WorkflowEditor({ wf, reload }: { wf: Workflow; reload: () => void }) {
   const addStep = () =>
     void act.run(async () => {
       const n = steps.length;
-      const s = await api<Step>(`/workflows/${wf.id}/steps`, { body: { type: newType, config: DEFAULT_CONFIG[newType], position: { x: 80 + (n % 3) * 220, y: 40 + Math.floor(n / 3) * 140 } } });
+      const config = newType === "SEND_EMAIL" ? { templateId: templates.data?.[0]?.id ?? "" } : DEFAULT_CONFIG[newType];
+      const s = await api<Step>(`/workflows/${wf.id}/steps`, { body: { type: newType, config, position: { x: 80 + (n % 3) * 220, y: 40 + Math.floor(n / 3) * 140 } } });
       // Chain it after the selected step (or the last one) when that step has no way out yet.
       const from = selected ? steps.find((x) => x.id === selected) : steps[steps.length - 1];
       if (from && from.type !== "EXIT" && !["CONDITION", "WAIT_FOR_EVENT"].includes(from.type) && !transitions.some((t) => t.fromStepId === from.id)) {
@@ -213,6 +215,7 @@ function WorkflowEditor({ wf, reload }: { wf: Workflow; reload: () => void }) {
             edges={edges}
             nodeTypes={nodeTypes}
             fitView
+            fitViewOptions={{ maxZoom: 1 }}
             onNodeClick={(_, n) => setSelected(n.id)}
             onPaneClick={() => setSelected(null)}
             onConnect={(c) => {
