@@ -215,7 +215,7 @@ describe("dashboard", () => {
     await page.getByLabel("From address").fill("hello@news.acme.example");
     await page.getByRole("button", { name: "Create template" }).click();
     await page.getByRole("heading", { name: "Template: Welcome" }).waitFor();
-    await page.frameLocator('iframe[title="Email preview"]').getByText("Hello there").waitFor();
+    await page.frameLocator('iframe[title="Email preview"]').getByText("Hello Jane").waitFor();
     const templates = (await sessionApi("/templates")).body;
     expect(templates.total).toBe(1);
     expect(templates.data[0]).toMatchObject({ name: "Welcome", subject: "Hi {{firstName}}", from: "hello@news.acme.example" });

@@ -215,7 +215,6 @@ function ImportButton({ onJob, onDone }: { onJob: (j: Job) => void; onDone: () =
     <>
       <label className="button" htmlFor="csv-file">
         Import CSV
-      </label>
       <input
         ref={input}
         id="csv-file"
@@ -235,6 +234,7 @@ function ImportButton({ onJob, onDone }: { onJob: (j: Job) => void; onDone: () =
           e.target.value = "";
         }}
       />
+      </label>
       {act.error && <ErrorBanner error={act.error} />}
     </>
   );

@@ -108,7 +108,7 @@ export function UploadImage({ onUploaded }: { onUploaded: (url: string) => void 
   const act = useAction();
   return (
     <span>
-      <label className="button small" htmlFor="image-upload">Upload image</label>
+      <label className="button small" htmlFor="image-upload">Upload image
       <input
         id="image-upload"
         className="sr-only"
@@ -126,6 +126,7 @@ export function UploadImage({ onUploaded }: { onUploaded: (url: string) => void 
           e.target.value = "";
         }}
       />
+      </label>
       <ErrorBanner error={act.error} />
     </span>
   );
