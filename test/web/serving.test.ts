@@ -46,6 +46,8 @@ test("a cookie write from another origin is refused; the same origin passes", as
   const bad = await srv.api("/contacts", { cookie: acc.cookie, headers, body: { email: "x@y.example" } });
   expect(bad.status).toBe(403);
   expect((await srv.api("/contacts", { key: acc.secretKey })).body.total).toBe(0);
+  const noOrigin = { "x-project-id": acc.projectId, "sec-fetch-site": "cross-site" };
+  expect((await srv.api("/contacts", { cookie: acc.cookie, headers: noOrigin, body: { email: "x@y.example" } })).status).toBe(403);
   const ok = await srv.api("/contacts", { cookie: acc.cookie, headers: { ...headers, origin: srv.url }, body: { email: "x@y.example" } });
   expect(ok.status).toBeLessThan(300);
 });
