@@ -81,7 +81,7 @@ describe.skipIf(missing.length > 0)("billing, webhooks, uploads, overview", () =
     const img = await fetch(url);
     expect(img.status).toBe(200);
     expect(img.headers.get("content-type")).toBe("image/png");
-    await page.frameLocator('iframe[title="Email preview"]').locator(`img[src="${url}"]`).waitFor();
+    await page.frameLocator('iframe[title="Email preview"]').locator(`img[src="${url}"]`).waitFor({ timeout: 20_000 });
   }, 30_000);
 
   test("overview: time series and top lists as charts", async () => {
