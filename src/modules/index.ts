@@ -1,5 +1,6 @@
 import { activityModule } from "./activity";
 import { campaignsModule } from "./campaigns";
+import { audienceCountModule } from "./audience-count";
 import { contactsModule } from "./contacts";
 import { domainsModule } from "./domains";
 import { emailsModule } from "./emails";
@@ -15,6 +16,7 @@ import { trackingModule } from "./tracking";
 import { userRoutes } from "./users/routes";
 import { verifyModule } from "./verify";
 import { workflowsModule } from "./workflows";
+import { webModule } from "../web";
 
 /** Every module of the service, in install order. */
 export const MODULES: ModuleDef[] = [
@@ -34,4 +36,6 @@ export const MODULES: ModuleDef[] = [
   activityModule,
   metricsModule,
   workflowsModule,
+  audienceCountModule,
+  webModule,
 ];
