@@ -35,6 +35,10 @@ export interface Config {
   mtaStsCa?: string;
   /** HTTPS port of MTA-STS policy hosts (443; tests use another). */
   mtaStsPort: number;
+  /** Outbound messages per second per project (IP warm-up); unset = unlimited. */
+  sendRate?: number;
+  /** Contacts written per campaign fan-out transaction. */
+  campaignBatchSize: number;
 }
 
 interface Option {
@@ -94,6 +98,8 @@ export const OPTIONS: Option[] = [
   { key: "mtaStsCa", env: "MAILSVC_MTA_STS_CA", flag: "--mta-sts-ca", help: "PEM file of extra CAs trusted for MTA-STS policy hosts and MX certificates", parse: str },
   { key: "mtaStsPort", env: "MAILSVC_MTA_STS_PORT", flag: "--mta-sts-port", help: "HTTPS port of MTA-STS policy hosts", parse: int("mta-sts port") },
   { key: "metricsToken", env: "MAILSVC_METRICS_TOKEN", flag: "--metrics-token", help: "bearer token required by /metrics", parse: str },
+  { key: "campaignBatchSize", env: "MAILSVC_CAMPAIGN_BATCH_SIZE", flag: "--campaign-batch-size", help: "contacts written per campaign fan-out transaction", parse: int("campaign batch size") },
+  { key: "sendRate", env: "MAILSVC_SEND_RATE", flag: "--send-rate", help: "outbound messages per second per project (default unlimited)", parse: int("send rate") },
 ];
 
 export const DEFAULT_RETRY_SCHEDULE = "5m,15m,1h,3h,6h,12h,24h,24h,24h";
@@ -117,6 +123,7 @@ function defaults(): Omit<Config, "publicUrl"> & { publicUrl?: string } {
     retryScheduleMs: list(DEFAULT_RETRY_SCHEDULE).map(parseDuration),
     logRequests: true,
     allowPrivateWebhooks: false,
+    campaignBatchSize: 1000,
     webhookRetryScheduleMs: list(DEFAULT_WEBHOOK_RETRY_SCHEDULE).map(parseDuration),
     mtaSts: true,
     mtaStsPort: 443,
