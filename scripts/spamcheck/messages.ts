@@ -2,13 +2,10 @@
 // sink as every MX) and writes them as the recipient's MX would store them: one .eml per kind in the
 // directory given as the first argument. Used by scripts/spamcheck.sh.
 //
-// Kinds: transactional (a sign-in code; a receipt with a link), attachment (a PDF invoice), marketing
-// (a newsletter as campaigns will send it: MARKETING content through the same outbox). Campaigns and
-// workflows enter the outbox through mail/enqueue.ts exactly like this marketing message; until their
-// modules exist, that is the message of their kind.
+// Kinds: transactional (a sign-in code; a receipt with a link), attachment (a PDF invoice), a marketing
+// campaign (POST /campaigns + send), a workflow email (a SEND_EMAIL step started manually).
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { insertContent, insertEmails } from "../../src/mail/enqueue";
 import { wakeOutbox } from "../../src/mail/outbox";
 import { addVerifiedDomain } from "../../test/domains/support";
 import { startDns } from "../../test/support/dns";
@@ -34,6 +31,13 @@ const NEWSLETTER = [
   "<h2>Questions from readers</h2><p>Several of you asked whether our shoes need breaking in. The short answer is: a little. The leather softens after three or four walks, and the cork footbed slowly takes the shape of your foot, so the first week is the least comfortable one. Wear them around the house for a few evenings before a long walk and you will hardly notice it.</p>",
   "<p>Others asked about sizes between two numbers. Our lasts run true to size, and if you are between two sizes we recommend the larger one with a thicker sock for winter walks. If in doubt, write to us with the length of your foot in centimetres and we will tell you which size to choose.</p>",
   "<p>See you on the trail,<br>Marta and the Acme team</p>",
+].join("\n");
+
+const WELCOME = [
+  "<p>Hi {{firstName}},</p>",
+  "<p>Welcome to Acme, and thank you for creating an account. You can now follow your orders, save your sizes and get free resoling on every pair you buy from us.</p>",
+  '<p>If you ever need help choosing a size, reply to this email or visit <a href="https://acme-shop.com/help">our help page</a>.</p>',
+  "<p>The Acme team</p>",
 ].join("\n");
 
 const dns = await startDns();
@@ -68,33 +72,47 @@ try {
     attachments: [{ filename: "acme-invoice-2026-11.pdf", content: pdf.toString("base64"), contentType: "application/pdf" }],
   });
 
-  // Marketing, as a campaign sends it: MARKETING content to a subscribed contact through the outbox.
-  const contact = await srv.api("/contacts", { key: acc.secretKey, body: { email: "sam.green@inbox-provider.com", subscribed: true, data: { firstName: "Sam" } } });
-  if (contact.status >= 300) throw new Error(`contact failed: ${contact.status} ${contact.text}`);
-  const now = srv.ctx.clock.now();
-  await srv.ctx.db.transaction().execute(async (trx) => {
-    const contentId = await insertContent(trx, now, {
-      projectId: acc.projectId,
-      subject: "New this week at Acme: autumn walking shoes",
-      // A newsletter of ordinary length (over 3.2 KB of text). SpamAssassin's local score set gives any
-      // HTML with an image (the open-tracking pixel included) and less text than that HTML_IMAGE_ONLY_*
-      // (up to 2.8 points; ~0 with network tests): see the README.
-      html: NEWSLETTER,
-      fromEmail: "news@acme-shop.com",
-      fromName: "Acme Shop",
-      type: "MARKETING",
-    });
-    await insertEmails(trx, now, srv.ctx.config.hostname, [
-      { projectId: acc.projectId, contentId, contactId: contact.body.data?.id ?? contact.body.id, toEmail: "sam.green@inbox-provider.com", vars: { firstName: "Sam", email: "sam.green@inbox-provider.com" }, sourceType: "CAMPAIGN" },
-    ]);
+  const api = async (path: string, body?: unknown, method?: string) => {
+    const r = await srv.api(path, { key: acc.secretKey, body, method });
+    if (r.status >= 300) throw new Error(`${method ?? "POST"} ${path} failed: ${r.status} ${r.text}`);
+    return r.body?.data ?? r.body;
+  };
+
+  // A marketing campaign (audience ALL: the one subscribed contact).
+  await api("/contacts", { email: "sam.green@inbox-provider.com", subscribed: true, data: { firstName: "Sam" } });
+  const campaign = await api("/campaigns", {
+    name: "Autumn newsletter",
+    subject: "New this week at Acme: autumn walking shoes",
+    body: NEWSLETTER,
+    from: "news@acme-shop.com",
+    fromName: "Acme Shop",
+    type: "MARKETING",
+    audienceType: "ALL",
   });
+  await api(`/campaigns/${campaign.id}/send`, {});
+
+  // A workflow email: a welcome message sent by a SEND_EMAIL step, started manually for a new contact.
+  await api("/contacts", { email: "lee.brown@inbox-provider.com", subscribed: true, data: { firstName: "Lee" } });
+  const template = await api("/templates", {
+    name: "Welcome",
+    subject: "Welcome to Acme, {{firstName}}",
+    body: WELCOME,
+    from: "hello@acme-shop.com",
+    fromName: "Acme Shop",
+    type: "TRANSACTIONAL",
+  });
+  const wf = await api("/workflows", { name: "Welcome series", triggerConfig: { eventName: "signed_up" } });
+  await api(`/workflows/${wf.id}/steps`, { type: "SEND_EMAIL", name: "Welcome email", config: { templateId: template.id } });
+  await api(`/workflows/${wf.id}`, { enabled: true }, "PATCH");
+  await api(`/workflows/${wf.id}/executions`, { email: "lee.brown@inbox-provider.com" });
   wakeOutbox(srv.ctx);
 
   const kinds: [string, string][] = [
     ["transactional-code", "jane.doe@inbox-provider.com"],
     ["transactional-receipt", "john.smith@inbox-provider.com"],
     ["attachment", "ann.lee@inbox-provider.com"],
-    ["marketing", "sam.green@inbox-provider.com"],
+    ["marketing-campaign", "sam.green@inbox-provider.com"],
+    ["workflow", "lee.brown@inbox-provider.com"],
   ];
   const t0 = Date.now();
   for (const [kind, to] of kinds) {
