@@ -246,3 +246,72 @@ export async function sweepSegments(ctx: AppContext): Promise<void> {
     }
   }
 }
+
+// ---- coalescing (the /v1/track hot path) -------------------------------------------------------------
+
+/** Coalescing window of deferred re-evaluations: one pass per project for every track batch in it. */
+export const DEFER_MS = 25;
+
+class Deferred {
+  private pending = new Map<string, Set<string>>();
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private running: Promise<void> | null = null;
+  constructor(private readonly ctx: AppContext) {}
+
+  add(projectId: string, ids: readonly string[]) {
+    let set = this.pending.get(projectId);
+    if (!set) this.pending.set(projectId, (set = new Set()));
+    for (const id of ids) set.add(id);
+    this.timer ??= setTimeout(() => void this.run(), DEFER_MS);
+  }
+
+  private run(): Promise<void> {
+    this.timer = null;
+    if (this.running) {
+      // One pass at a time; the next one starts when this one ends.
+      this.timer = setTimeout(() => void this.run(), DEFER_MS);
+      return this.running;
+    }
+    const work = this.pending;
+    this.pending = new Map();
+    this.running = (async () => {
+      for (const [projectId, ids] of work) {
+        try {
+          await reevaluateContacts(this.ctx, projectId, [...ids]);
+        } catch (e) {
+          this.ctx.log.error("tracked segment re-evaluation failed", { projectId, error: String((e as Error)?.stack ?? e) });
+        }
+      }
+    })().finally(() => {
+      this.running = null;
+    });
+    return this.running;
+  }
+
+  /** Runs what is pending now (module stop, tests). */
+  async flush(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    while (this.running || this.pending.size) {
+      if (this.running) await this.running;
+      else await this.run();
+    }
+  }
+}
+
+const deferred = new WeakMap<AppContext, Deferred>();
+
+function deferredOf(ctx: AppContext): Deferred {
+  let d = deferred.get(ctx);
+  if (!d) deferred.set(ctx, (d = new Deferred(ctx)));
+  return d;
+}
+
+/** The contactsChanged hook: at once, or coalesced over DEFER_MS when the writer asks (`defer`). */
+export async function onContactsChanged(ctx: AppContext, projectId: string, contactIds: readonly string[], opts?: { defer?: boolean }): Promise<void> {
+  if (!(await trackedSegments(ctx, projectId)).length) return;
+  if (opts?.defer) deferredOf(ctx).add(projectId, contactIds);
+  else await reevaluateContacts(ctx, projectId, contactIds);
+}
+
+export const flushDeferredReevaluations = (ctx: AppContext) => deferredOf(ctx).flush();
