@@ -86,6 +86,19 @@ describe("CRUD", () => {
     expect((await srv.api(`/segments/${r.body.id}`, { key: acc.secretKey, method: "DELETE" })).status).toBe(404);
   });
 
+  test("DELETE is refused with 409 INVALID_STATE while a user registered on hooks.segmentInUse (campaigns) names one", async () => {
+    const acc = A;
+    const seg = (await create(acc, { name: "In use", type: "STATIC" })).body;
+    // The campaigns module registers this look-up; here a stand-in answers for this one segment.
+    srv.ctx.hooks.segmentInUse.push(async (_c, projectId, id) => (projectId === acc.projectId && id === seg.id ? "campaign \"Spring\" (SCHEDULED)" : null));
+    const r = await srv.api(`/segments/${seg.id}`, { key: acc.secretKey, method: "DELETE" });
+    expect(r.status).toBe(409);
+    expect(r.body.error.code).toBe("INVALID_STATE");
+    expect((await srv.api(`/segments/${seg.id}`, { key: acc.secretKey })).status).toBe(200);
+    srv.ctx.hooks.segmentInUse.pop();
+    expect((await srv.api(`/segments/${seg.id}`, { key: acc.secretKey, method: "DELETE" })).status).toBe(200);
+  });
+
   test("slugs: lower-case hyphenated name, -2 and -3 on collision", async () => {
     const acc = A;
     const slugs = [];
