@@ -1,4 +1,5 @@
 import { activityModule } from "./activity";
+import { campaignsModule } from "./campaigns";
 import { contactsModule } from "./contacts";
 import { domainsModule } from "./domains";
 import { emailsModule } from "./emails";
@@ -27,6 +28,7 @@ export const MODULES: ModuleDef[] = [
   templatesModule,
   verifyModule,
   sendModule,
+  campaignsModule,
   trackingModule,
   emailsModule,
   activityModule,
