@@ -6,6 +6,7 @@ import type { FeedbackTables } from "./tables/feedback";
 import type { ObservabilityTables } from "./tables/observability";
 import type { CampaignTables } from "./tables/campaigns";
 import type { SegmentTables } from "./tables/segments";
+import type { WorkflowTables } from "./tables/workflows";
 
 /** The whole database as Kysely sees it; each part lives beside its migration's owner. */
-export interface DB extends FoundationTables, AudienceTables, SenderTables, DeliveryTables, FeedbackTables, ObservabilityTables, SegmentTables, CampaignTables {}
+export interface DB extends FoundationTables, AudienceTables, SenderTables, DeliveryTables, FeedbackTables, ObservabilityTables, CampaignTables, SegmentTables, WorkflowTables {}
