@@ -24,10 +24,11 @@ export const MODULES: ModuleDef[] = [
   { name: "users", routes: userRoutes },
   { name: "projects", routes: projectRoutes },
   contactsModule,
+  // Before events: stopping runs in reverse, so tracks drained by the events module are re-evaluated here.
+  segmentsModule,
   eventsModule,
   domainsModule,
   templatesModule,
-  segmentsModule,
   verifyModule,
   sendModule,
   campaignsModule,
