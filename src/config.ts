@@ -26,6 +26,12 @@ export interface Config {
   logRequests: boolean;
   allowPrivateWebhooks: boolean;
   metricsToken?: string;
+  /** Stripe (billing is off unless the secret key, webhook secret and price are all set). */
+  stripeSecretKey?: string;
+  stripeWebhookSecret?: string;
+  stripePriceId?: string;
+  /** Base URL of the Stripe API (tests point it at a local fake); default https://api.stripe.com. */
+  stripeApiBase?: string;
 }
 
 interface Option {
@@ -80,6 +86,10 @@ export const OPTIONS: Option[] = [
   { key: "logRequests", env: "MAILSVC_LOG_REQUESTS", flag: "--log-requests", help: "one log line per HTTP request", parse: bool },
   { key: "allowPrivateWebhooks", env: "MAILSVC_ALLOW_PRIVATE_WEBHOOKS", flag: "--allow-private-webhooks", help: "let workflow webhooks reach loopback/private addresses", parse: bool },
   { key: "metricsToken", env: "MAILSVC_METRICS_TOKEN", flag: "--metrics-token", help: "bearer token required by /metrics", parse: str },
+  { key: "stripeSecretKey", env: "MAILSVC_STRIPE_SECRET_KEY", flag: "--stripe-secret-key", help: "Stripe secret key (billing is off without it)", parse: str },
+  { key: "stripeWebhookSecret", env: "MAILSVC_STRIPE_WEBHOOK_SECRET", flag: "--stripe-webhook-secret", help: "signing secret of the Stripe webhook (whsec_…)", parse: str },
+  { key: "stripePriceId", env: "MAILSVC_STRIPE_PRICE_ID", flag: "--stripe-price-id", help: "Stripe price of the subscription sold by checkout", parse: str },
+  { key: "stripeApiBase", env: "MAILSVC_STRIPE_API_BASE", flag: "--stripe-api-base", help: "Stripe API base URL (default https://api.stripe.com)", parse: (s) => s.replace(/\/+$/, "") },
 ];
 
 export const DEFAULT_RETRY_SCHEDULE = "5m,15m,1h,3h,6h,12h,24h,24h,24h";

@@ -5,6 +5,7 @@ import type { Config } from "./config";
 import { emptyHooks, type AppContext } from "./context";
 import { openStore } from "./db";
 import { migrate } from "./db/migrate";
+import { rawBodies } from "./http/body";
 import { corsPlugin } from "./http/cors";
 import { errorPlugin, malformedBodies } from "./http/error-plugin";
 import { clearUnfinishedKeys, purgeExpiredKeys } from "./http/idempotency";
@@ -85,6 +86,7 @@ export function buildApp(ctx: AppContext) {
       if (contentType && !contentType.startsWith("application/json")) return;
       const text = await request.text();
       if (!text) return;
+      rawBodies.set(request, text);
       try {
         return JSON.parse(text);
       } catch {

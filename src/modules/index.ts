@@ -1,4 +1,5 @@
 import { activityModule } from "./activity";
+import { billingModule } from "./billing";
 import { contactsModule } from "./contacts";
 import { domainsModule } from "./domains";
 import { emailsModule } from "./emails";
@@ -10,6 +11,7 @@ import { sendModule } from "./send";
 import { systemRoutes } from "./system/routes";
 import { templatesModule } from "./templates";
 import { trackingModule } from "./tracking";
+import { uploadsModule } from "./uploads";
 import { userRoutes } from "./users/routes";
 import { verifyModule } from "./verify";
 
@@ -28,4 +30,6 @@ export const MODULES: ModuleDef[] = [
   emailsModule,
   activityModule,
   metricsModule,
+  billingModule,
+  uploadsModule,
 ];
