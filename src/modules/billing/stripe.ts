@@ -40,6 +40,6 @@ export async function verifyWebhook(ctx: AppContext, raw: string, signature: str
     ctx.config.stripeWebhookSecret!,
     WEBHOOK_TOLERANCE_SECONDS,
     undefined,
-    Math.floor(ctx.clock.now() / 1000),
+    ctx.clock.now(), // milliseconds (the SDK divides by 1000)
   );
 }
