@@ -1,6 +1,8 @@
 // Monthly caps per category: /v1/send (20 parallel requests against a cap of 10), inbound mail, the
 // consumeQuota contract other modules use, limits and consumption endpoints, roles.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+
+setDefaultTimeout(30_000);
 import { consumeQuota } from "../../src/modules/billing";
 import { expectEnvelope } from "../blackbox/support";
 import type { DeliveryEnv } from "../mail/helpers";

@@ -1,6 +1,8 @@
 // Stripe through the official SDK against a local fake of the Stripe API (a real HTTP server the
 // test runs, reached through MAILSVC_STRIPE_API_BASE); webhooks signed with the SDK's test helper.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+
+setDefaultTimeout(30_000);
 import Stripe from "stripe";
 import { expectEnvelope } from "../blackbox/support";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
