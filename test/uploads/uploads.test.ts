@@ -19,7 +19,7 @@ beforeAll(async () => {
 }, 30_000);
 afterAll(() => srv.close());
 
-function form(bytes: Uint8Array, name: string, type = "application/octet-stream", field = "file") {
+function form(bytes: Uint8Array<ArrayBuffer>, name: string, type = "application/octet-stream", field = "file") {
   const f = new FormData();
   f.append(field, new File([bytes], name, { type }));
   return f;
