@@ -56,10 +56,14 @@ export function checkDeclaredLength(request: Request): void {
   if (Number.isFinite(n) && n > limit) throw bodyTooLarge(limit);
 }
 
-/** Reads the body, stopping (and cancelling the stream) as soon as it passes `limit` bytes. */
+/**
+ * Reads the body, stopping (and cancelling the stream) as soon as it passes `limit` bytes. A body
+ * with a Content-Length (already checked against the limit in onRequest) is read natively in one go.
+ */
 export async function readBounded(request: Request, limit: number): Promise<Uint8Array> {
   const body = request.body;
   if (!body) return new Uint8Array(0);
+  if (request.headers.has("content-length")) return new Uint8Array(await request.arrayBuffer());
   const reader = body.getReader();
   const chunks: Uint8Array[] = [];
   let total = 0;
@@ -112,7 +116,29 @@ export const tooDeep = () =>
     `Request body nests deeper than ${MAX_JSON_DEPTH} levels`,
   );
 
-const decoder = new TextDecoder();
+
+/** readBounded for text: native text() for a declared length; a chunked body is decoded as it streams (no second copy). */
+export async function readBoundedText(request: Request, limit: number): Promise<string> {
+  const body = request.body;
+  if (!body) return "";
+  if (request.headers.has("content-length")) return request.text();
+  const reader = body.getReader();
+  const streaming = new TextDecoder();
+  const parts: string[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > limit) {
+      reader.cancel().catch(() => undefined);
+      throw bodyTooLarge(limit);
+    }
+    parts.push(streaming.decode(value, { stream: true }));
+  }
+  parts.push(streaming.decode());
+  return parts.join("");
+}
 
 /**
  * Routes that parse their own (small) bodies: the subscription pages' forms and the SNS webhook.
@@ -154,7 +180,7 @@ export async function parseBody(request: Request, contentType: string | undefine
   const limit = bodyLimitFor(path);
   const type = (contentType ?? "").toLowerCase();
   if (!type || type.startsWith("application/json") || type.endsWith("+json")) {
-    const text = decoder.decode(await readBounded(request, limit));
+    const text = await readBoundedText(request, limit);
     if (!text) return;
     rawBodies.set(request, text);
     if (jsonTooDeep(text)) {
@@ -177,7 +203,7 @@ export async function parseBody(request: Request, contentType: string | undefine
       throw new AppError(400, "BAD_REQUEST", "Malformed multipart/form-data body");
     }
   }
-  if (type.startsWith("application/x-www-form-urlencoded")) return parseUrlencoded(decoder.decode(await readBounded(request, limit)));
-  if (type.startsWith("text/")) return decoder.decode(await readBounded(request, limit));
+  if (type.startsWith("application/x-www-form-urlencoded")) return parseUrlencoded(await readBoundedText(request, limit));
+  if (type.startsWith("text/")) return readBoundedText(request, limit);
   return (await readBounded(request, limit)).slice().buffer;
 }
