@@ -182,7 +182,8 @@ export async function parseBody(request: Request, contentType: string | undefine
   if (!type || type.startsWith("application/json") || type.endsWith("+json")) {
     const text = await readBoundedText(request, limit);
     if (!text) return;
-    rawBodies.set(request, text);
+    // Kept only where a signature is checked over the exact bytes (a 50 MB send body is not kept twice).
+    if (path.startsWith("/webhooks/")) rawBodies.set(request, text);
     if (jsonTooDeep(text)) {
       rejectedBodies.set(request, tooDeep());
       return {};
