@@ -89,6 +89,16 @@ export function errorPlugin(log: Logger) {
         case "INVALID_COOKIE_SIGNATURE":
           return json(401, errorEnvelope(401, "UNAUTHORIZED", "Invalid session cookie", requestId), headers);
       }
+      // A validator (or parser) that recursed into a pathologically nested value: the input's fault.
+      if (error instanceof RangeError && /call stack/i.test(error.message)) {
+        return json(
+          422,
+          errorEnvelope(422, "VALIDATION_ERROR", "Request validation failed", requestId, {
+            errors: [{ field: "body", message: "Value nests too deeply", code: "too_deep" }],
+          }),
+          headers,
+        );
+      }
       const status = (error as any)?.status;
       if (typeof status === "number" && status === 413) {
         return json(413, errorEnvelope(413, "PAYLOAD_TOO_LARGE", "Request body too large", requestId), headers);
