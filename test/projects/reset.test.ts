@@ -56,6 +56,7 @@ describe("project reset", () => {
     expect((await env.srv.api(`/projects/${a.projectId}/members`, { cookie: a.cookie, body: { email: admin.email, role: "ADMIN" } })).status).toBe(201);
     const theirs = await env.srv.api("/v1/send", { key: bystander.secretKey, body: { to: `b@${RCPT}`, from: "x@bystander.sender.test", subject: "s", body: "b" } });
     expect(theirs.status).toBe(200);
+    await waitForView(env.srv, bystander.secretKey, theirs.body.data.emails[0].email, "DELIVERED");
     const bystanderBefore = await rowsOf(bystander.projectId);
     expect(Object.keys(await rowsOf(a.projectId))).toEqual(expect.arrayContaining(["contacts", "events", "emails", "email_contents", "templates", "uploads"]));
 
