@@ -117,27 +117,37 @@ export const tooDeep = () =>
   );
 
 
-/** readBounded for text: native text() for a declared length; a chunked body is decoded as it streams (no second copy). */
+/** readBounded for text: native text() for a declared length; a chunked body is collected, then decoded once. */
 export async function readBoundedText(request: Request, limit: number): Promise<string> {
-  const body = request.body;
-  if (!body) return "";
+  if (!request.body) return "";
   if (request.headers.has("content-length")) return request.text();
-  const reader = body.getReader();
-  const streaming = new TextDecoder();
-  const parts: string[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > limit) {
-      reader.cancel().catch(() => undefined);
-      throw bodyTooLarge(limit);
-    }
-    parts.push(streaming.decode(value, { stream: true }));
+  return new TextDecoder().decode(await readBounded(request, limit));
+}
+
+/**
+ * Bodies over the default limit (a big /v1/send, a CSV, an image) are read and parsed one at a
+ * time (MAX_LARGE_READS): a burst of 50 MB bodies waits its turn instead of stacking up in memory
+ * (an unread body costs nothing: it stays in the socket).
+ */
+export const MAX_LARGE_READS = 1;
+let largeReads = 0;
+const largeWaiters: (() => void)[] = [];
+
+async function largeSlot<T>(fn: () => Promise<T>): Promise<T> {
+  while (largeReads >= MAX_LARGE_READS) await new Promise<void>((resolve) => largeWaiters.push(resolve));
+  largeReads++;
+  try {
+    return await fn();
+  } finally {
+    largeReads--;
+    largeWaiters.shift()?.();
   }
-  parts.push(streaming.decode());
-  return parts.join("");
+}
+
+function isLarge(request: Request, limit: number): boolean {
+  if (limit <= DEFAULT_BODY_LIMIT) return false;
+  const declared = Number(request.headers.get("content-length") ?? Number.NaN);
+  return !Number.isFinite(declared) || declared > DEFAULT_BODY_LIMIT;
 }
 
 /**
@@ -178,6 +188,11 @@ export async function parseBody(request: Request, contentType: string | undefine
   const path = pathOf(request);
   if (OWN_PARSERS.some((p) => path.startsWith(p))) return;
   const limit = bodyLimitFor(path);
+  const read = () => readAndParse(request, path, limit, contentType, malformed);
+  return isLarge(request, limit) ? largeSlot(read) : read();
+}
+
+async function readAndParse(request: Request, path: string, limit: number, contentType: string | undefined, malformed: (r: Request) => void): Promise<unknown> {
   const type = (contentType ?? "").toLowerCase();
   if (!type || type.startsWith("application/json") || type.endsWith("+json")) {
     const text = await readBoundedText(request, limit);
