@@ -5,7 +5,8 @@ import type { Config } from "./config";
 import { emptyHooks, type AppContext } from "./context";
 import { openStore } from "./db";
 import { migrate } from "./db/migrate";
-import { checkDeclaredLength, parseBody, rejectedBodies } from "./http/body";
+import { checkDeclaredLength, needsKeyBeforeBody, parseBody, rejectedBodies } from "./http/body";
+import { invalidApiKey } from "./http/errors";
 import { corsPlugin } from "./http/cors";
 import { errorPlugin, malformedBodies } from "./http/error-plugin";
 import { clearUnfinishedKeys, purgeExpiredKeys } from "./http/idempotency";
@@ -83,9 +84,15 @@ export function buildApp(ctx: AppContext) {
   let app = new Elysia({ serve: { maxRequestBodySize: MAX_BODY_BYTES } })
     .use(errorPlugin(ctx.log))
     .use(corsPlugin())
-    .onRequest(({ request }) => {
+    .onRequest(async ({ request }) => {
+      if (request.method === "GET" || request.method === "HEAD") return;
       // Over the route's limit by its own declaration: 413 before a byte of the body is read.
-      if (request.method !== "GET" && request.method !== "HEAD") checkDeclaredLength(request);
+      checkDeclaredLength(request);
+      if (needsKeyBeforeBody(request)) {
+        const key = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.get("authorization") ?? "")?.[1];
+        const found = key ? await ctx.keys.resolve(key) : null;
+        if (!found || found.kind !== "secret") throw invalidApiKey("A valid secret key is required (checked before a large body is read)");
+      }
     })
     .onParse(({ request, contentType }) =>
       // Every body is read through a byte limit per route (src/http/body.ts); JSON is refused when it

@@ -57,6 +57,17 @@ export function checkDeclaredLength(request: Request): void {
 }
 
 /**
+ * A body over the default limit on a secret-key-only route (/v1/send): the key is checked before a
+ * byte is read, so nobody without one can make the server read 60 MB.
+ */
+export function needsKeyBeforeBody(request: Request): boolean {
+  const path = pathOf(request);
+  if (!path.startsWith("/v1/send")) return false;
+  const declared = Number(request.headers.get("content-length") ?? Number.NaN);
+  return !Number.isFinite(declared) || declared > DEFAULT_BODY_LIMIT;
+}
+
+/**
  * Reads the body, stopping (and cancelling the stream) as soon as it passes `limit` bytes. A body
  * with a Content-Length (already checked against the limit in onRequest) is read natively in one go.
  */

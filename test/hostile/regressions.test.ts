@@ -145,6 +145,15 @@ describe("request bodies are bounded before they are read", () => {
     expect(r.status).toBeLessThan(500);
   });
 
+  test("a large /v1/send body without a valid secret key is 401 before it is read", async () => {
+    const big = "x".repeat(5 * 1024 * 1024);
+    expectEnvelope(await raw("/v1/send", big), 401, "INVALID_API_KEY");
+    expectEnvelope(await raw("/v1/send", big, { key: acc.publicKey }), 401, "INVALID_API_KEY");
+    expectEnvelope(await raw("/v1/send", big, { key: "sk_" + "a".repeat(40) }), 401, "INVALID_API_KEY");
+    // With the key it is read (and refused as malformed JSON).
+    expectEnvelope(await raw("/v1/send", big, { key: acc.secretKey }), 400, "BAD_REQUEST");
+  });
+
   test("malformed JSON is still 400, multipart and form bodies still parse", async () => {
     expectEnvelope(await raw("/contacts", '{"email":', { key: acc.secretKey }), 400, "BAD_REQUEST");
     const f = new FormData();
