@@ -29,6 +29,10 @@ export interface Config {
   /** Waits between outbound webhook attempts (and the first ones of workflow WEBHOOK retries). */
   webhookRetryScheduleMs: number[];
   metricsToken?: string;
+  /** Outbound messages per second per project (IP warm-up); unset = unlimited. */
+  sendRate?: number;
+  /** Contacts written per campaign fan-out transaction. */
+  campaignBatchSize: number;
   /** Stripe (billing is off unless the secret key, webhook secret and price are all set). */
   stripeSecretKey?: string;
   stripeWebhookSecret?: string;
@@ -91,6 +95,8 @@ export const OPTIONS: Option[] = [
   { key: "allowPrivateWebhooks", env: "MAILSVC_ALLOW_PRIVATE_WEBHOOKS", flag: "--allow-private-webhooks", help: "let workflow and outbound webhooks reach loopback/private addresses", parse: bool },
   { key: "webhookRetryScheduleMs", env: "MAILSVC_WEBHOOK_RETRY_SCHEDULE", flag: "--webhook-retry-schedule", help: "waits between webhook attempts after a non-2xx or network failure", parse: (s) => list(s).map(parseDuration) },
   { key: "metricsToken", env: "MAILSVC_METRICS_TOKEN", flag: "--metrics-token", help: "bearer token required by /metrics", parse: str },
+  { key: "campaignBatchSize", env: "MAILSVC_CAMPAIGN_BATCH_SIZE", flag: "--campaign-batch-size", help: "contacts written per campaign fan-out transaction", parse: int("campaign batch size") },
+  { key: "sendRate", env: "MAILSVC_SEND_RATE", flag: "--send-rate", help: "outbound messages per second per project (default unlimited)", parse: int("send rate") },
   { key: "stripeSecretKey", env: "MAILSVC_STRIPE_SECRET_KEY", flag: "--stripe-secret-key", help: "Stripe secret key (billing is off without it)", parse: str },
   { key: "stripeWebhookSecret", env: "MAILSVC_STRIPE_WEBHOOK_SECRET", flag: "--stripe-webhook-secret", help: "signing secret of the Stripe webhook (whsec_…)", parse: str },
   { key: "stripePriceId", env: "MAILSVC_STRIPE_PRICE_ID", flag: "--stripe-price-id", help: "Stripe price of the subscription sold by checkout", parse: str },
@@ -118,6 +124,7 @@ function defaults(): Omit<Config, "publicUrl"> & { publicUrl?: string } {
     retryScheduleMs: list(DEFAULT_RETRY_SCHEDULE).map(parseDuration),
     logRequests: true,
     allowPrivateWebhooks: false,
+    campaignBatchSize: 1000,
     webhookRetryScheduleMs: list(DEFAULT_WEBHOOK_RETRY_SCHEDULE).map(parseDuration),
   };
 }

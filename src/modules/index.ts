@@ -1,5 +1,7 @@
 import { activityModule } from "./activity";
 import { billingModule } from "./billing";
+import { campaignsModule } from "./campaigns";
+import { audienceCountModule } from "./audience-count";
 import { contactsModule } from "./contacts";
 import { domainsModule } from "./domains";
 import { emailsModule } from "./emails";
@@ -15,6 +17,8 @@ import { trackingModule } from "./tracking";
 import { uploadsModule } from "./uploads";
 import { userRoutes } from "./users/routes";
 import { verifyModule } from "./verify";
+import { workflowsModule } from "./workflows";
+import { webModule } from "../web";
 
 /** Every module of the service, in install order. */
 export const MODULES: ModuleDef[] = [
@@ -28,10 +32,14 @@ export const MODULES: ModuleDef[] = [
   segmentsModule,
   verifyModule,
   sendModule,
+  campaignsModule,
   trackingModule,
   emailsModule,
   activityModule,
   metricsModule,
+  workflowsModule,
+  audienceCountModule,
+  webModule,
   billingModule,
   uploadsModule,
 ];
