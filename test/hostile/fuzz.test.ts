@@ -28,7 +28,8 @@ function counts(): Record<string, number> {
   return out;
 }
 
-const PAGES = /^\/(t\/|unsubscribe\/|subscribe\/|manage\/)/;
+// Public HTML pages and the dashboard's static assets answer HTML/text, not the API envelope.
+const PAGES = /^\/(t\/|unsubscribe\/|subscribe\/|manage\/|assets\/)/;
 
 test("fuzz: every route answers hostile input without a 5xx, with the envelope, and without a partial write", async () => {
   expect(routes.length).toBeGreaterThan(40);
