@@ -39,6 +39,12 @@ export interface Config {
   sendRate?: number;
   /** Contacts written per campaign fan-out transaction. */
   campaignBatchSize: number;
+  /** Stripe (billing is off unless the secret key, webhook secret and price are all set). */
+  stripeSecretKey?: string;
+  stripeWebhookSecret?: string;
+  stripePriceId?: string;
+  /** Base URL of the Stripe API (tests point it at a local fake); default https://api.stripe.com. */
+  stripeApiBase?: string;
 }
 
 interface Option {
@@ -100,6 +106,10 @@ export const OPTIONS: Option[] = [
   { key: "metricsToken", env: "MAILSVC_METRICS_TOKEN", flag: "--metrics-token", help: "bearer token required by /metrics", parse: str },
   { key: "campaignBatchSize", env: "MAILSVC_CAMPAIGN_BATCH_SIZE", flag: "--campaign-batch-size", help: "contacts written per campaign fan-out transaction", parse: int("campaign batch size") },
   { key: "sendRate", env: "MAILSVC_SEND_RATE", flag: "--send-rate", help: "outbound messages per second per project (default unlimited)", parse: int("send rate") },
+  { key: "stripeSecretKey", env: "MAILSVC_STRIPE_SECRET_KEY", flag: "--stripe-secret-key", help: "Stripe secret key (billing is off without it)", parse: str },
+  { key: "stripeWebhookSecret", env: "MAILSVC_STRIPE_WEBHOOK_SECRET", flag: "--stripe-webhook-secret", help: "signing secret of the Stripe webhook (whsec_…)", parse: str },
+  { key: "stripePriceId", env: "MAILSVC_STRIPE_PRICE_ID", flag: "--stripe-price-id", help: "Stripe price of the subscription sold by checkout", parse: str },
+  { key: "stripeApiBase", env: "MAILSVC_STRIPE_API_BASE", flag: "--stripe-api-base", help: "Stripe API base URL (default https://api.stripe.com)", parse: (s) => s.replace(/\/+$/, "") },
 ];
 
 export const DEFAULT_RETRY_SCHEDULE = "5m,15m,1h,3h,6h,12h,24h,24h,24h";

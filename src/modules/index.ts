@@ -1,4 +1,5 @@
 import { activityModule } from "./activity";
+import { billingModule } from "./billing";
 import { campaignsModule } from "./campaigns";
 import { audienceCountModule } from "./audience-count";
 import { contactsModule } from "./contacts";
@@ -13,6 +14,7 @@ import { sendModule } from "./send";
 import { systemRoutes } from "./system/routes";
 import { templatesModule } from "./templates";
 import { trackingModule } from "./tracking";
+import { uploadsModule } from "./uploads";
 import { userRoutes } from "./users/routes";
 import { verifyModule } from "./verify";
 import { workflowsModule } from "./workflows";
@@ -39,4 +41,6 @@ export const MODULES: ModuleDef[] = [
   workflowsModule,
   audienceCountModule,
   webModule,
+  billingModule,
+  uploadsModule,
 ];

@@ -1,3 +1,4 @@
+import { parseTimeParam } from "../../http/params";
 import { isReservedEventName } from "../../audience/events";
 import { iso } from "../../clock";
 import type { AppContext, UpcomingItem } from "../../context";
@@ -43,12 +44,9 @@ export function viewActivity(r: ActivityRow) {
   };
 }
 
-/** Accepts an ISO date or epoch milliseconds. */
+/** Accepts an ISO date or epoch milliseconds (range-checked: see src/http/params.ts). */
 export function parseTime(raw: string | undefined, name: string): number | undefined {
-  if (raw === undefined || raw === "") return undefined;
-  const n = /^\d+$/.test(raw) ? Number(raw) : Date.parse(raw);
-  if (!Number.isFinite(n)) throw badRequest(`${name} must be an ISO-8601 date-time or epoch milliseconds`, { details: { [name]: raw } });
-  return n;
+  return parseTimeParam(raw, name);
 }
 
 export async function feed(ctx: AppContext, projectId: string, f: ActivityFilters, page: CursorParams) {

@@ -1,4 +1,5 @@
 /** The rules of /v1/track and the events endpoints; typed inputs, no HTTP. */
+import { parseTimeParam } from "../../http/params";
 import { iso } from "../../clock";
 import type { AppContext } from "../../context";
 import { dataErrors, type Data } from "../../audience/data-rules";
@@ -76,12 +77,7 @@ export async function listEvents(ctx: AppContext, projectId: string, input: { na
 
 const DAY = 86_400_000;
 
-function parseTime(raw: string | undefined, name: string): number | undefined {
-  if (raw === undefined || raw === "") return undefined;
-  const ms = /^\d+$/.test(raw) ? Number(raw) : Date.parse(raw);
-  if (!Number.isFinite(ms)) throw badRequest(`${name} must be a date-time`, { details: { [name]: raw } });
-  return ms;
-}
+const parseTime = (raw: string | undefined, name: string) => parseTimeParam(raw, name);
 
 /** Totals, per-name counts and a daily series over [from, to) (default: the last `days`, 30). */
 export async function stats(ctx: AppContext, projectId: string, query: { days?: string; from?: string; to?: string }) {

@@ -214,8 +214,9 @@ async function receive(ctx: AppContext, projectIds: string[], msg: InboundMessag
   const from = firstAddress(parsed.from) ?? (msg.mailFrom ? { address: msg.mailFrom, name: "" } : null);
   if (!from || !isValidEmail(from.address)) return "no-sender";
   const to = msg.recipients.filter((r) => r.route.kind === "domain").map((r) => normalizeEmail(r.address));
+  let stored = 0;
   for (const projectId of projectIds) {
-    await recordReceived(ctx, {
+    if (await recordReceived(ctx, {
       projectId,
       from: normalizeEmail(from.address),
       fromName: from.name || null,
@@ -225,7 +226,8 @@ async function receive(ctx: AppContext, projectIds: string[], msg: InboundMessag
       inReplyTo: typeof parsed.inReplyTo === "string" ? parsed.inReplyTo : null,
       size: msg.size,
       attachments: parsed.attachments.length,
-    });
+    }))
+      stored++;
   }
-  return "received";
+  return stored ? "received" : "dropped (inbound billing limit)";
 }
