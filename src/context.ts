@@ -56,6 +56,11 @@ export interface Hooks {
   /** After contact writes commit (track, send, PATCH/POST contacts, import, bulk jobs): re-evaluates tracked segments. Batched per request. */
   contactsChanged: Array<(ctx: AppContext, projectId: string, contactIds: readonly string[], opts?: { defer?: boolean }) => Promise<void>>;
   /** Whether something (an active campaign) uses a segment: a non-null answer names it and refuses DELETE /segments/:id (409). */
+  /**
+   * Charges n emails of a billing category inside the caller's transaction (billing module's
+   * consumeQuota); throws the 402 BILLING_LIMIT_EXCEEDED AppError over the monthly cap. Absent: no caps.
+   */
+  consumeQuota?: (trx: Kysely<DB>, ctx: AppContext, projectId: string, category: "transactional" | "campaigns" | "workflows" | "inbound", n: number) => Promise<void>;
   segmentInUse: Array<(ctx: AppContext, projectId: string, segmentId: string) => Promise<string | null>>;
   /** Deletes a project's data beyond the foundation tables (project reset), per module. */
   resetProject: Array<(ctx: AppContext, projectId: string) => Promise<void>>;

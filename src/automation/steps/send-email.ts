@@ -22,6 +22,14 @@ export const runSendEmail: StepRunner = async (env) => {
     return next(undefined, { skipped: "contact is unsubscribed", templateId }, true);
   }
   const suppressed = (await suppressedAddresses(env.trx, projectId, [contact.email])).size > 0;
+  if (!suppressed) {
+    try {
+      await env.ctx.hooks.consumeQuota?.(env.trx as never, env.ctx, projectId, "workflows", 1);
+    } catch (e) {
+      if ((e as { status?: number })?.status === 402) return fail("The project's monthly workflows email cap is reached", { billing: (e as { extra?: { details?: unknown } }).extra?.details ?? null });
+      throw e;
+    }
+  }
   // The content (the template's sources) is shared by every email of this transaction's batch.
   const contentKey = `content:${tpl.id}:${tpl.updated_at}`;
   let contentId = env.memo.get(contentKey) as string | undefined;

@@ -1,4 +1,5 @@
 import type { ModuleDef } from "../module";
+import { consumeQuota } from "./quota";
 import { billingRoutes } from "./routes";
 
 export { consumeQuota, consumeQuotaRaw, admitInbound, billingLimitExceeded, periodOf, type BillingCategory } from "./quota";
@@ -8,4 +9,8 @@ export { billingEnabled } from "./stripe";
 export const billingModule: ModuleDef = {
   name: "billing",
   routes: billingRoutes,
+  install(ctx) {
+    // Campaign sends and workflow emails charge their category through this hook.
+    ctx.hooks.consumeQuota = consumeQuota;
+  },
 };

@@ -10,7 +10,8 @@ import type { JobRunContext } from "../../jobs/queue";
 import { wakeOutbox } from "../../mail/outbox";
 import { audienceWhere } from "./audience";
 import * as q from "./queries";
-import { beginSending } from "./service";
+import { AppError } from "../../http/errors";
+import { beginSending, countRecipients } from "./service";
 
 
 const yieldToEventLoop = () => new Promise<void>((r) => setImmediate(r));
@@ -51,9 +52,19 @@ export async function runFanout(ctx: AppContext, job: JobRunContext<{ campaignId
 export async function runStart(ctx: AppContext, job: JobRunContext<{ campaignId: string; scheduledFor: number }>): Promise<unknown> {
   const c = await q.campaignById(ctx.db, job.payload.campaignId);
   if (!c || c.status !== "SCHEDULED" || c.scheduled_for !== job.payload.scheduledFor) return { skipped: true };
-  const row = await ctx.db.transaction().execute((trx) => beginSending(ctx, trx, c, ["SCHEDULED"]));
-  ctx.jobs.wake();
-  return { started: !!row };
+  const recipients = await countRecipients(ctx, c);
+  try {
+    const row = await ctx.db.transaction().execute((trx) => beginSending(ctx, trx, c, ["SCHEDULED"], recipients));
+    ctx.jobs.wake();
+    return { started: !!row };
+  } catch (e) {
+    if (!(e instanceof AppError) || e.status !== 402) throw e;
+    // Over the monthly cap at its scheduled time: the campaign is cancelled, nothing is sent.
+    const now = ctx.clock.now();
+    await q.updateCampaignRow(ctx.db, c.project_id, c.id, { status: "CANCELLED", cancelled_at: now, completed_at: now, updated_at: now }, ["SCHEDULED"]);
+    ctx.log.warn("scheduled campaign cancelled: over the monthly campaigns cap", { campaign: c.id, recipients, details: JSON.stringify(e.extra.details ?? {}) });
+    return { started: false, cancelled: "BILLING_LIMIT_EXCEEDED" };
+  }
 }
 
 export async function checkDone(ctx: AppContext, campaignId: string): Promise<boolean> {

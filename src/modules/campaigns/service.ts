@@ -13,7 +13,7 @@ import { insertContent, insertEmails, suppressedAddresses } from "../../mail/enq
 import { wakeOutbox } from "../../mail/outbox";
 import { assertSenderAllowed } from "../domains/service";
 import { assertTemplateSyntax, findTemplate } from "../templates/service";
-import { audienceErrors, audienceHasAnyFor } from "./audience";
+import { audienceErrors, audienceHasAnyFor, audienceWhere } from "./audience";
 import { JOBS } from "./jobs";
 import * as q from "./queries";
 import type { CampaignRow, Counters } from "./queries";
@@ -244,10 +244,10 @@ async function enqueueStart(ctx: AppContext, trx: q.Db, campaignId: string, proj
  * DRAFT/SCHEDULED -> SENDING in one transaction: the content is stored once, sentAt set and the
  * fan-out job enqueued. Returns false when the campaign is not in `from` any more.
  */
-export async function beginSending(ctx: AppContext, trx: q.Db, c: CampaignRow, from: readonly CampaignStatus[]): Promise<CampaignRow | undefined> {
+export async function beginSending(ctx: AppContext, trx: q.Db, c: CampaignRow, from: readonly CampaignStatus[], recipients: number): Promise<CampaignRow | undefined> {
   const now = ctx.clock.now();
-  // Billing (issue "billing", not merged yet): charge the whole audience here, before any fan-out:
-  //   await consumeQuota(trx, ctx, c.project_id, "campaigns", await q.countAudience(trx, c.project_id, await audienceWhere(ctx, c, now)))
+  // The whole audience is charged before any fan-out: over the monthly cap nothing is sent (402).
+  await ctx.hooks.consumeQuota?.(trx as never, ctx, c.project_id, "campaigns", recipients);
   const contentId = await insertContent(trx, now, {
     projectId: c.project_id,
     subject: c.subject,
@@ -271,8 +271,10 @@ export async function sendCampaign(ctx: AppContext, projectId: string, id: strin
   await validateRow(ctx, c, true);
   if (!(await audienceHasAnyFor(ctx, c))) throw badRequest("The campaign's audience is empty: no contact would receive it", { details: { audienceType: c.audience_type } });
   const from = [c.status] as const;
+  // Counted before the transaction: the audience expression may read segments through ctx.db.
+  const recipients = at === null ? await countRecipients(ctx, c) : 0;
   const row = await ctx.db.transaction().execute(async (trx) => {
-    if (at === null) return beginSending(ctx, trx, c, from);
+    if (at === null) return beginSending(ctx, trx, c, from, recipients);
     const r = await q.updateCampaignRow(trx, projectId, id, { status: "SCHEDULED", scheduled_for: at, updated_at: ctx.clock.now() }, from);
     if (r) await enqueueStart(ctx, trx, id, projectId, at);
     return r;
@@ -284,6 +286,11 @@ export async function sendCampaign(ctx: AppContext, projectId: string, id: strin
     data: { id: row.id, name: row.name, status: row.status, scheduledFor: iso(row.scheduled_for) },
     message: at === null ? "Campaign is being sent" : `Campaign scheduled for ${iso(at)}`,
   };
+}
+
+/** How many contacts the campaign's audience holds now (what a send charges against the cap). */
+export async function countRecipients(ctx: AppContext, c: CampaignRow): Promise<number> {
+  return q.countAudience(ctx.db, c.project_id, await audienceWhere(ctx, c, ctx.clock.now()));
 }
 
 export async function cancelCampaign(ctx: AppContext, projectId: string, id: string): Promise<CampaignRow> {
