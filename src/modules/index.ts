@@ -1,4 +1,5 @@
 import { activityModule } from "./activity";
+import { analyticsModule } from "./analytics";
 import { contactsModule } from "./contacts";
 import { domainsModule } from "./domains";
 import { emailsModule } from "./emails";
@@ -27,5 +28,6 @@ export const MODULES: ModuleDef[] = [
   trackingModule,
   emailsModule,
   activityModule,
+  analyticsModule,
   metricsModule,
 ];

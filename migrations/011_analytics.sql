@@ -1,0 +1,106 @@
+-- Analytics: rollups kept on write by triggers (like contact_counts), so every aggregate endpoint
+-- reads small tables instead of scanning events or contacts. Backfilled here from existing rows.
+--
+-- event_rollup_hourly / event_rollup_daily: events per project, per bucket (start of the UTC hour /
+-- day, epoch ms), per event name. Every writer of `events` (track, send, outbox outcomes, bounces,
+-- opens, clicks, segments, campaigns, workflows) feeds them without knowing it: campaign and
+-- workflow figures plug in as the events those modules record (their data carries campaignId).
+CREATE TABLE event_rollup_hourly (
+  project_id TEXT NOT NULL,
+  bucket INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  count INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (project_id, bucket, name)
+) WITHOUT ROWID;
+CREATE TABLE event_rollup_daily (
+  project_id TEXT NOT NULL,
+  bucket INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  count INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (project_id, bucket, name)
+) WITHOUT ROWID;
+-- Per project and name, all time: /events/names, /activity/types and the unfiltered /activity total.
+CREATE TABLE event_name_totals (
+  project_id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  count INTEGER NOT NULL DEFAULT 0,
+  last_at INTEGER NOT NULL,
+  PRIMARY KEY (project_id, name)
+) WITHOUT ROWID;
+
+INSERT INTO event_rollup_hourly (project_id, bucket, name, count)
+  SELECT project_id, (created_at / 3600000) * 3600000, name, count(*) FROM events GROUP BY 1, 2, 3;
+INSERT INTO event_rollup_daily (project_id, bucket, name, count)
+  SELECT project_id, (created_at / 86400000) * 86400000, name, count(*) FROM events GROUP BY 1, 2, 3;
+INSERT INTO event_name_totals (project_id, name, count, last_at)
+  SELECT project_id, name, count(*), max(created_at) FROM events GROUP BY 1, 2;
+
+-- event_name_totals replaces event_counts (006) as the source of the unfiltered total: one upsert
+-- per event instead of two.
+DROP TRIGGER IF EXISTS events_count_insert;
+DROP TRIGGER IF EXISTS events_count_delete;
+
+CREATE TRIGGER events_rollup_insert AFTER INSERT ON events BEGIN
+  INSERT INTO event_rollup_hourly (project_id, bucket, name, count) VALUES (NEW.project_id, (NEW.created_at / 3600000) * 3600000, NEW.name, 1)
+  ON CONFLICT (project_id, bucket, name) DO UPDATE SET count = count + 1;
+  INSERT INTO event_rollup_daily (project_id, bucket, name, count) VALUES (NEW.project_id, (NEW.created_at / 86400000) * 86400000, NEW.name, 1)
+  ON CONFLICT (project_id, bucket, name) DO UPDATE SET count = count + 1;
+  INSERT INTO event_name_totals (project_id, name, count, last_at) VALUES (NEW.project_id, NEW.name, 1, NEW.created_at)
+  ON CONFLICT (project_id, name) DO UPDATE SET count = count + 1, last_at = max(last_at, excluded.last_at);
+END;
+CREATE TRIGGER events_rollup_delete AFTER DELETE ON events BEGIN
+  UPDATE event_rollup_hourly SET count = count - 1
+    WHERE project_id = OLD.project_id AND bucket = (OLD.created_at / 3600000) * 3600000 AND name = OLD.name;
+  UPDATE event_rollup_daily SET count = count - 1
+    WHERE project_id = OLD.project_id AND bucket = (OLD.created_at / 86400000) * 86400000 AND name = OLD.name;
+  UPDATE event_name_totals SET count = count - 1 WHERE project_id = OLD.project_id AND name = OLD.name;
+END;
+
+-- Custom contact fields: per project, data key and kind (the JSON type, with ISO-looking text
+-- counted as 'date'), how many contacts have it. /contacts/fields reads types and coverage here.
+CREATE TABLE contact_field_stats (
+  project_id TEXT NOT NULL,
+  key TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  n INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (project_id, key, kind)
+) WITHOUT ROWID;
+
+INSERT INTO contact_field_stats (project_id, key, kind, n)
+  SELECT c.project_id, j.key,
+    CASE WHEN j.type = 'text' AND j.atom GLOB '[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]*' THEN 'date' ELSE j.type END,
+    count(*)
+  FROM contacts c, json_each(c.data) j GROUP BY 1, 2, 3;
+
+CREATE TRIGGER contacts_fields_insert AFTER INSERT ON contacts WHEN NEW.data <> '{}' BEGIN
+  INSERT INTO contact_field_stats (project_id, key, kind, n)
+    SELECT NEW.project_id, j.key,
+      CASE WHEN j.type = 'text' AND j.atom GLOB '[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]*' THEN 'date' ELSE j.type END, 1
+    FROM json_each(NEW.data) j WHERE true
+  ON CONFLICT (project_id, key, kind) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER contacts_fields_delete AFTER DELETE ON contacts WHEN OLD.data <> '{}' BEGIN
+  UPDATE contact_field_stats SET n = n - 1
+  WHERE project_id = OLD.project_id AND (key, kind) IN (
+    SELECT j.key, CASE WHEN j.type = 'text' AND j.atom GLOB '[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]*' THEN 'date' ELSE j.type END
+    FROM json_each(OLD.data) j);
+END;
+-- Only keys whose presence or kind changed are written: a new value of the same kind costs two
+-- json_each walks and no write.
+CREATE TRIGGER contacts_fields_update AFTER UPDATE OF data ON contacts WHEN OLD.data <> NEW.data BEGIN
+  UPDATE contact_field_stats SET n = n - 1
+  WHERE project_id = OLD.project_id AND (key, kind) IN (
+    SELECT j.key, CASE WHEN j.type = 'text' AND j.atom GLOB '[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]*' THEN 'date' ELSE j.type END
+    FROM json_each(OLD.data) j
+    EXCEPT
+    SELECT j.key, CASE WHEN j.type = 'text' AND j.atom GLOB '[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]*' THEN 'date' ELSE j.type END
+    FROM json_each(NEW.data) j);
+  INSERT INTO contact_field_stats (project_id, key, kind, n)
+    SELECT NEW.project_id, x.key, x.kind, 1 FROM (
+      SELECT j.key AS key, CASE WHEN j.type = 'text' AND j.atom GLOB '[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]*' THEN 'date' ELSE j.type END AS kind
+      FROM json_each(NEW.data) j
+      EXCEPT
+      SELECT j.key, CASE WHEN j.type = 'text' AND j.atom GLOB '[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]*' THEN 'date' ELSE j.type END
+      FROM json_each(OLD.data) j) x WHERE true
+  ON CONFLICT (project_id, key, kind) DO UPDATE SET n = n + 1;
+END;

@@ -1,0 +1,167 @@
+/**
+ * Reads of the rollups of migration 011 (event_rollup_hourly/daily, event_name_totals,
+ * contact_field_stats). Windows are answered exactly: whole days from the daily table, whole hours
+ * from the hourly one, and only the partial hours at the two edges from the events index.
+ */
+import { sql, type Kysely } from "kysely";
+import type { DB } from "../../db";
+import { idAtTime } from "../../db/ids";
+import { DAY, HOUR } from "./window";
+
+type Counts = Map<string, number>;
+
+const add = (acc: Counts, name: string, n: number) => acc.set(name, (acc.get(name) ?? 0) + Number(n));
+
+/** Events per name in [a, b) read from the events index (only ever for under two hours of a window). */
+async function rawCounts(db: Kysely<DB>, projectId: string, a: number, b: number, names: readonly string[] | undefined, acc: Counts) {
+  if (a >= b) return;
+  let q = db
+    .selectFrom("events")
+    .select(["name", (eb) => eb.fn.countAll<number>().as("n")])
+    .where("project_id", "=", projectId)
+    .where("id", ">=", idAtTime(a))
+    .where("id", "<", idAtTime(b));
+  if (names) q = q.where("name", "in", names);
+  for (const r of await q.groupBy("name").execute()) add(acc, r.name, r.n);
+}
+
+/** Rollup rows per name over whole buckets [a, b) (a and b aligned to the table's bucket). */
+async function rollupCounts(
+  db: Kysely<DB>,
+  table: "event_rollup_hourly" | "event_rollup_daily",
+  projectId: string,
+  a: number,
+  b: number,
+  names: readonly string[] | undefined,
+  acc: Counts,
+) {
+  if (a >= b) return;
+  let q = db
+    .selectFrom(table)
+    .select(["name", (eb) => eb.fn.sum<number>("count").as("n")])
+    .where("project_id", "=", projectId)
+    .where("bucket", ">=", a)
+    .where("bucket", "<", b);
+  if (names) q = q.where("name", "in", names);
+  for (const r of await q.groupBy("name").execute()) add(acc, r.name, r.n);
+}
+
+const floorTo = (ms: number, unit: number) => Math.floor(ms / unit) * unit;
+const ceilTo = (ms: number, unit: number) => Math.ceil(ms / unit) * unit;
+
+/** Exact event counts per name in [a, b) (epoch ms), optionally only for `names`. */
+export async function countsByName(db: Kysely<DB>, projectId: string, a: number, b: number, names?: readonly string[]): Promise<Counts> {
+  const acc: Counts = new Map();
+  if (names && !names.length) return acc;
+  const h1 = ceilTo(a, HOUR);
+  const h2 = floorTo(b, HOUR);
+  if (h1 >= h2) {
+    await rawCounts(db, projectId, a, b, names, acc);
+    return acc;
+  }
+  const d1 = ceilTo(h1, DAY);
+  const d2 = floorTo(h2, DAY);
+  await rawCounts(db, projectId, a, h1, names, acc);
+  if (d1 < d2) {
+    await rollupCounts(db, "event_rollup_hourly", projectId, h1, d1, names, acc);
+    await rollupCounts(db, "event_rollup_daily", projectId, d1, d2, names, acc);
+    await rollupCounts(db, "event_rollup_hourly", projectId, d2, h2, names, acc);
+  } else {
+    await rollupCounts(db, "event_rollup_hourly", projectId, h1, h2, names, acc);
+  }
+  await rawCounts(db, projectId, h2, b, names, acc);
+  return acc;
+}
+
+/** Per bucket and name over whole buckets [a, b) of the hourly or daily rollup. */
+export async function bucketCounts(db: Kysely<DB>, projectId: string, interval: "hour" | "day", a: number, b: number, names?: readonly string[]) {
+  let q = db
+    .selectFrom(interval === "hour" ? "event_rollup_hourly" : "event_rollup_daily")
+    .select(["bucket", "name", "count"])
+    .where("project_id", "=", projectId)
+    .where("bucket", ">=", a)
+    .where("bucket", "<", b)
+    .where("count", ">", 0);
+  if (names) q = q.where("name", "in", names);
+  return q.execute();
+}
+
+/** Every event name the project has now, with its count and the time of its latest event. */
+export function nameTotals(db: Kysely<DB>, projectId: string) {
+  return db
+    .selectFrom("event_name_totals")
+    .select(["name", "count", "last_at"])
+    .where("project_id", "=", projectId)
+    .where("count", ">", 0)
+    .orderBy("name")
+    .execute();
+}
+
+export async function eventTotal(db: Kysely<DB>, projectId: string): Promise<number> {
+  const r = await db
+    .selectFrom("event_name_totals")
+    .select((eb) => eb.fn.sum<number>("count").as("n"))
+    .where("project_id", "=", projectId)
+    .executeTakeFirst();
+  return Number(r?.n ?? 0);
+}
+
+/** Contacts per custom data key and kind (json type, or 'date'). */
+export function fieldStats(db: Kysely<DB>, projectId: string) {
+  return db.selectFrom("contact_field_stats").select(["key", "kind", "n"]).where("project_id", "=", projectId).where("n", ">", 0).execute();
+}
+
+export async function deleteProjectRollups(db: Kysely<DB>, projectId: string) {
+  await db.transaction().execute(async (trx) => {
+    for (const t of ["event_rollup_hourly", "event_rollup_daily", "event_name_totals", "contact_field_stats"] as const) {
+      await trx.deleteFrom(t).where("project_id", "=", projectId).execute();
+    }
+  });
+}
+
+// ---- campaigns (table of the campaigns module; read only when it exists) ----------------------
+
+const campaignsTableCache = new WeakMap<Kysely<DB>, boolean>();
+
+/** Whether the campaigns table exists in this database (it lands with the campaigns module). */
+export async function hasCampaigns(db: Kysely<DB>): Promise<boolean> {
+  const known = campaignsTableCache.get(db);
+  if (known) return true;
+  const r = await sql<{ n: number }>`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'campaigns'`.execute(db);
+  const has = Number(r.rows[0]?.n ?? 0) > 0;
+  if (has) campaignsTableCache.set(db, true);
+  return has;
+}
+
+export interface CampaignCountersRow {
+  id: string;
+  name: string;
+  subject: string;
+  status: string;
+  sent_count: number;
+  opened_count: number;
+  clicked_count: number;
+}
+
+const CAMPAIGN_ORDER = { sent: sql.ref("sent_count"), opens: sql.ref("opened_count"), clicks: sql.ref("clicked_count") } as const;
+
+/** Campaigns sent in [from, to], ordered by a counter. */
+export async function topCampaigns(db: Kysely<DB>, projectId: string, from: number, to: number, metric: keyof typeof CAMPAIGN_ORDER, limit: number) {
+  const r = await sql<CampaignCountersRow>`
+    SELECT id, name, subject, status, sent_count, opened_count, clicked_count FROM campaigns
+    WHERE project_id = ${projectId} AND sent_at IS NOT NULL AND sent_at >= ${from} AND sent_at <= ${to}
+    ORDER BY ${CAMPAIGN_ORDER[metric]} DESC, sent_at DESC, id DESC LIMIT ${limit}`.execute(db);
+  return r.rows;
+}
+
+/** Campaigns created in [from, to]: count per status, and the sums of sent/opened/clicked over those that sent. */
+export async function campaignStatusCounts(db: Kysely<DB>, projectId: string, from: number, to: number) {
+  const r = await sql<{ status: string; n: number; open_rate_sum: number; click_rate_sum: number; with_sends: number }>`
+    SELECT status, count(*) AS n,
+      sum(CASE WHEN sent_count > 0 THEN opened_count * 100.0 / sent_count ELSE 0 END) AS open_rate_sum,
+      sum(CASE WHEN sent_count > 0 THEN clicked_count * 100.0 / sent_count ELSE 0 END) AS click_rate_sum,
+      sum(CASE WHEN sent_count > 0 THEN 1 ELSE 0 END) AS with_sends
+    FROM campaigns WHERE project_id = ${projectId} AND created_at >= ${from} AND created_at <= ${to}
+    GROUP BY status`.execute(db);
+  return r.rows;
+}
