@@ -22,8 +22,8 @@ beforeAll(async () => {
   const now = env.srv.clock.now();
   day1 = Math.floor(now / DAY) * DAY + DAY + HOUR;
   env.srv.clock.advance(day1 - now);
-});
-afterAll(() => env.close());
+}, 30_000);
+afterAll(() => env.close(), 30_000);
 
 async function send(to: string) {
   const r = await env.srv.api("/v1/send", {

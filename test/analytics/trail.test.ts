@@ -13,8 +13,8 @@ let key: string;
 beforeAll(async () => {
   env = await sendEnv({ config: { retryScheduleMs: [1000, 2000] } });
   key = env.acct.secretKey;
-});
-afterAll(() => env.close());
+}, 30_000);
+afterAll(() => env.close(), 30_000);
 
 const send = async (to: string, body = "<p>Hello</p>") => {
   const r = await env.srv.api("/v1/send", { key, body: { to, from: `news@${SENDER}`, subject: "Hi", body } });
