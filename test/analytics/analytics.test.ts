@@ -1,10 +1,12 @@
 // /analytics/*: buckets and counts after real deliveries, opens, clicks and bounces with the clock
 // moved across days; top-events ordering and trend; campaign figures' shapes; window validation.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { RCPT, SENDER, sendEnv, waitForView } from "../send/support";
 import type { DeliveryEnv } from "../mail/helpers";
 import { createAccount, type Account } from "../support/server";
 import { hrefs, imgSrcs } from "../tracking/fixtures";
+
+setDefaultTimeout(30_000); // the machine is shared; nothing here asserts timings
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;

@@ -1,12 +1,14 @@
 // The complete delivery trail: every outcome (sent, deferred with the reply, failed, delivered,
 // bounced, suppressed) is an event on the contact and an /activity item; opens and clicks made
 // while the outcome is not yet committed are recorded. Real SMTP to the sink, retries on 1s,2s.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { insertContent, insertEmails } from "../../src/mail/enqueue";
 import { wakeOutbox } from "../../src/mail/outbox";
 import { RCPT, SENDER, sendEnv, waitForView } from "../send/support";
 import type { DeliveryEnv } from "../mail/helpers";
 import { hrefs, imgSrcs } from "../tracking/fixtures";
+
+setDefaultTimeout(30_000); // the machine is shared; nothing here asserts timings
 
 let env: DeliveryEnv;
 let key: string;
