@@ -25,6 +25,8 @@ export interface Config {
   retryScheduleMs: number[];
   logRequests: boolean;
   allowPrivateWebhooks: boolean;
+  /** Waits between outbound webhook attempts (and the first ones of workflow WEBHOOK retries). */
+  webhookRetryScheduleMs: number[];
   metricsToken?: string;
 }
 
@@ -78,11 +80,13 @@ export const OPTIONS: Option[] = [
   { key: "domainCheckIntervalMs", env: "MAILSVC_DOMAIN_CHECK_INTERVAL", flag: "--domain-check-interval", help: "background DNS re-verification interval", parse: parseDuration },
   { key: "retryScheduleMs", env: "MAILSVC_RETRY_SCHEDULE", flag: "--retry-schedule", help: "waits between delivery attempts after a deferral", parse: (s) => list(s).map(parseDuration) },
   { key: "logRequests", env: "MAILSVC_LOG_REQUESTS", flag: "--log-requests", help: "one log line per HTTP request", parse: bool },
-  { key: "allowPrivateWebhooks", env: "MAILSVC_ALLOW_PRIVATE_WEBHOOKS", flag: "--allow-private-webhooks", help: "let workflow webhooks reach loopback/private addresses", parse: bool },
+  { key: "allowPrivateWebhooks", env: "MAILSVC_ALLOW_PRIVATE_WEBHOOKS", flag: "--allow-private-webhooks", help: "let workflow and outbound webhooks reach loopback/private addresses", parse: bool },
+  { key: "webhookRetryScheduleMs", env: "MAILSVC_WEBHOOK_RETRY_SCHEDULE", flag: "--webhook-retry-schedule", help: "waits between webhook attempts after a non-2xx or network failure", parse: (s) => list(s).map(parseDuration) },
   { key: "metricsToken", env: "MAILSVC_METRICS_TOKEN", flag: "--metrics-token", help: "bearer token required by /metrics", parse: str },
 ];
 
 export const DEFAULT_RETRY_SCHEDULE = "5m,15m,1h,3h,6h,12h,24h,24h,24h";
+export const DEFAULT_WEBHOOK_RETRY_SCHEDULE = "10s,1m,5m,30m,2h,6h,12h";
 
 function defaults(): Omit<Config, "publicUrl"> & { publicUrl?: string } {
   return {
@@ -101,6 +105,7 @@ function defaults(): Omit<Config, "publicUrl"> & { publicUrl?: string } {
     retryScheduleMs: list(DEFAULT_RETRY_SCHEDULE).map(parseDuration),
     logRequests: true,
     allowPrivateWebhooks: false,
+    webhookRetryScheduleMs: list(DEFAULT_WEBHOOK_RETRY_SCHEDULE).map(parseDuration),
   };
 }
 

@@ -1,0 +1,204 @@
+import { lookup as systemLookup } from "node:dns/promises";
+import http from "node:http";
+import https from "node:https";
+import type { Config } from "../config";
+import { createResolver } from "../mail/dns";
+import { classifyAddress, isIpLiteral } from "./address-policy";
+
+/**
+ * The one SSRF-guarded HTTP client (outbound webhooks, workflow WEBHOOK steps).
+ * Each hop: resolve the host through the configured resolvers, refuse when any answer is not a
+ * public unicast address (unless allowPrivateWebhooks), then connect to the checked address itself
+ * (the socket's lookup is pinned, so a second DNS answer can never be used: no rebinding).
+ * Redirects are followed by hand, each hop checked again. Never throws: the outcome is a value.
+ */
+export interface SafeFetchRequest {
+  url: string;
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+  /** Whole exchange, all hops included. Default 10 s. */
+  timeoutMs?: number;
+  /** Default 5. */
+  maxRedirects?: number;
+  /** How much of the response body is kept. Default 1 KB. */
+  maxBodyBytes?: number;
+}
+
+export type SafeFetchErrorKind = "invalid_url" | "refused" | "dns" | "timeout" | "network" | "too_many_redirects";
+
+export interface SafeFetchOutcome {
+  /** A 2xx answer. */
+  ok: boolean;
+  status?: number;
+  /** The first maxBodyBytes of the response body (utf-8). */
+  body?: string;
+  error?: string;
+  errorKind?: SafeFetchErrorKind;
+  /** The URL that answered (after redirects). */
+  url?: string;
+}
+
+export type SafeFetchConfig = Pick<Config, "dnsServers" | "allowPrivateWebhooks"> & {
+  /** Replaces the address policy (tests use it to let one loopback address stand for "public"). */
+  classify?: typeof classifyAddress;
+};
+
+class Refusal extends Error {
+  constructor(readonly kind: SafeFetchErrorKind, message: string) {
+    super(message);
+  }
+}
+
+/** Resolves a host to its addresses: the configured resolvers, or the system's (hosts file included). */
+async function resolveHost(config: SafeFetchConfig, host: string): Promise<{ address: string; family: 4 | 6 }[]> {
+  if (isIpLiteral(host)) {
+    const a = host.replace(/^\[|\]$/g, "");
+    return [{ address: a, family: a.includes(":") ? 6 : 4 }];
+  }
+  try {
+    if (config.dnsServers.length) {
+      const r = createResolver(config);
+      const [v4, v6] = await Promise.all([r.resolve4(host).catch(() => [] as string[]), r.resolve6(host).catch(() => [] as string[])]);
+      return [...v4.map((address) => ({ address, family: 4 as const })), ...v6.map((address) => ({ address, family: 6 as const }))];
+    }
+    const all = await systemLookup(host, { all: true, verbatim: true });
+    return all.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
+  } catch {
+    return [];
+  }
+}
+
+async function checkedAddress(config: SafeFetchConfig, host: string): Promise<{ address: string; family: 4 | 6 }> {
+  const addrs = await resolveHost(config, host);
+  if (!addrs.length) throw new Refusal("dns", `could not resolve ${host}`);
+  if (!config.allowPrivateWebhooks) {
+    for (const a of addrs) {
+      const v = (config.classify ?? classifyAddress)(a.address);
+      if (!v.allowed) throw new Refusal("refused", `${host} resolves to ${a.address} (${v.range}), which webhooks may not reach`);
+    }
+  }
+  return addrs.find((a) => a.family === 4) ?? addrs[0]!;
+}
+
+interface HopResult {
+  status: number;
+  location: string | null;
+  body: string;
+}
+
+function oneHop(
+  url: URL,
+  pinned: { address: string; family: 4 | 6 },
+  method: string,
+  headers: Record<string, string>,
+  body: string | undefined,
+  deadline: number,
+  maxBodyBytes: number,
+): Promise<HopResult> {
+  return new Promise((resolve, reject) => {
+    const remaining = deadline - Date.now();
+    if (remaining <= 0) return reject(new Refusal("timeout", "timed out"));
+    const mod = url.protocol === "https:" ? https : http;
+    let settled = false;
+    const finish = (fn: () => void) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      fn();
+    };
+    const req = mod.request(
+      {
+        protocol: url.protocol,
+        hostname: url.hostname.replace(/^\[|\]$/g, ""),
+        port: url.port || (url.protocol === "https:" ? 443 : 80),
+        path: url.pathname + url.search,
+        method,
+        headers: { ...headers, ...(body !== undefined ? { "content-length": String(Buffer.byteLength(body)) } : {}) },
+        agent: false,
+        // Pinned: the socket connects to the address that was checked, never to a fresh answer.
+        lookup: ((_h: string, opts: any, cb: any) => {
+          if (typeof opts === "function") cb = opts;
+          if (opts && opts.all) cb(null, [{ address: pinned.address, family: pinned.family }]);
+          else cb(null, pinned.address, pinned.family);
+        }) as any,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        const done = () =>
+          finish(() => {
+            const loc = res.headers.location;
+            resolve({ status: res.statusCode ?? 0, location: typeof loc === "string" ? loc : null, body: Buffer.concat(chunks).toString("utf8") });
+          });
+        res.on("data", (c: Buffer) => {
+          if (size < maxBodyBytes) {
+            const take = c.subarray(0, maxBodyBytes - size);
+            chunks.push(take);
+            size += take.length;
+          }
+          if (size >= maxBodyBytes) {
+            done();
+            res.destroy();
+          }
+        });
+        res.on("end", done);
+        res.on("close", done);
+        res.on("error", done);
+      },
+    );
+    const timer = setTimeout(() => {
+      finish(() => reject(new Refusal("timeout", `timed out after ${Math.round((Date.now() - deadline + remaining) / 100) / 10}s`)));
+      req.destroy();
+    }, remaining);
+    req.on("error", (e) => finish(() => reject(new Refusal("network", (e as Error).message || String(e)))));
+    if (body !== undefined) req.end(body);
+    else req.end();
+  });
+}
+
+export async function safeFetch(config: SafeFetchConfig, req: SafeFetchRequest): Promise<SafeFetchOutcome> {
+  const timeoutMs = req.timeoutMs ?? 10_000;
+  const maxRedirects = req.maxRedirects ?? 5;
+  const maxBodyBytes = req.maxBodyBytes ?? 1024;
+  const deadline = Date.now() + timeoutMs;
+  let method = (req.method ?? "POST").toUpperCase();
+  let body = req.body;
+  let headers: Record<string, string> = { "user-agent": "mailsvc-webhooks" };
+  for (const [k, v] of Object.entries(req.headers ?? {})) headers[k.toLowerCase()] = v;
+  let current: URL;
+  try {
+    current = new URL(req.url);
+  } catch {
+    return { ok: false, error: `invalid URL: ${req.url}`, errorKind: "invalid_url" };
+  }
+  try {
+    for (let hop = 0; ; hop++) {
+      if (current.protocol !== "http:" && current.protocol !== "https:") throw new Refusal("invalid_url", `unsupported scheme ${current.protocol}`);
+      if (current.username || current.password) throw new Refusal("invalid_url", "credentials in URLs are not allowed");
+      const pinned = await checkedAddress(config, current.hostname.replace(/^\[|\]$/g, ""));
+      const r = await oneHop(current, pinned, method, headers, body, deadline, maxBodyBytes);
+      if (r.status >= 300 && r.status < 400 && r.status !== 304 && r.location) {
+        if (hop >= maxRedirects) throw new Refusal("too_many_redirects", `more than ${maxRedirects} redirects`);
+        let next: URL;
+        try {
+          next = new URL(r.location, current);
+        } catch {
+          throw new Refusal("invalid_url", `invalid redirect location: ${r.location}`);
+        }
+        if (r.status === 303 || ((r.status === 301 || r.status === 302) && method === "POST")) {
+          method = "GET";
+          body = undefined;
+          const { "content-type": _ct, ...rest } = headers;
+          headers = rest;
+        }
+        current = next;
+        continue;
+      }
+      return { ok: r.status >= 200 && r.status < 300, status: r.status, body: r.body, url: current.toString() };
+    }
+  } catch (e) {
+    const kind = e instanceof Refusal ? e.kind : "network";
+    return { ok: false, error: (e as Error)?.message ?? String(e), errorKind: kind, url: current.toString() };
+  }
+}
