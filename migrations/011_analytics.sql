@@ -1,10 +1,13 @@
--- Analytics: rollups kept on write by triggers (like contact_counts), so every aggregate endpoint
--- reads small tables instead of scanning events or contacts. Backfilled here from existing rows.
+-- Analytics: rollups, so every aggregate endpoint reads small tables instead of scanning events or
+-- contacts. Backfilled here from existing rows.
 --
--- event_rollup_hourly / event_rollup_daily: events per project, per bucket (start of the UTC hour /
--- day, epoch ms), per event name. Every writer of `events` (track, send, outbox outcomes, bounces,
--- opens, clicks, segments, campaigns, workflows) feeds them without knowing it: campaign and
--- workflow figures plug in as the events those modules record (their data carries campaignId).
+-- event_rollup_hourly / event_rollup_daily / event_name_totals: events per project, per bucket
+-- (start of the UTC hour / day, epoch ms), per event name; and per name all time. They are kept by
+-- the event-feed consumer `analytics.rollups` (src/modules/analytics/rollup-consumer.ts), which
+-- folds each batch of new events into a few upserts in the transaction that moves its cursor, so
+-- the /v1/track write path pays nothing per event. Readers add the events after that cursor (the
+-- unconsumed tail, normally empty) so every answer is exact. Every writer of `events` (track, send,
+-- outbox outcomes, opens, clicks, segments, campaigns, workflows) feeds them without knowing it.
 CREATE TABLE event_rollup_hourly (
   project_id TEXT NOT NULL,
   bucket INTEGER NOT NULL,
@@ -35,20 +38,20 @@ INSERT INTO event_rollup_daily (project_id, bucket, name, count)
 INSERT INTO event_name_totals (project_id, name, count, last_at)
   SELECT project_id, name, count(*), max(created_at) FROM events GROUP BY 1, 2;
 
--- event_name_totals replaces event_counts (006) as the source of the unfiltered total: one upsert
--- per event instead of two.
+-- The consumer's cursor starts where the backfill ends (same transaction): nothing counted twice.
+INSERT INTO event_cursors (consumer, last_seq, updated_at)
+  SELECT 'analytics.rollups', COALESCE(max(seq), 0), 0 FROM events WHERE true
+  ON CONFLICT (consumer) DO UPDATE SET last_seq = excluded.last_seq;
+
+-- event_name_totals (+ the tail) replaces event_counts (006/007) as the source of the unfiltered
+-- /activity total: no trigger left on the event insert path.
 DROP TRIGGER IF EXISTS events_count_insert;
 DROP TRIGGER IF EXISTS events_count_delete;
 
-CREATE TRIGGER events_rollup_insert AFTER INSERT ON events BEGIN
-  INSERT INTO event_rollup_hourly (project_id, bucket, name, count) VALUES (NEW.project_id, (NEW.created_at / 3600000) * 3600000, NEW.name, 1)
-  ON CONFLICT (project_id, bucket, name) DO UPDATE SET count = count + 1;
-  INSERT INTO event_rollup_daily (project_id, bucket, name, count) VALUES (NEW.project_id, (NEW.created_at / 86400000) * 86400000, NEW.name, 1)
-  ON CONFLICT (project_id, bucket, name) DO UPDATE SET count = count + 1;
-  INSERT INTO event_name_totals (project_id, name, count, last_at) VALUES (NEW.project_id, NEW.name, 1, NEW.created_at)
-  ON CONFLICT (project_id, name) DO UPDATE SET count = count + 1, last_at = max(last_at, excluded.last_at);
-END;
-CREATE TRIGGER events_rollup_delete AFTER DELETE ON events BEGIN
+-- Deletes (DELETE /events/:name, a contact's cascade, project reset) subtract what was counted: only
+-- events the consumer has already folded in.
+CREATE TRIGGER events_rollup_delete AFTER DELETE ON events
+WHEN OLD.seq <= (SELECT last_seq FROM event_cursors WHERE consumer = 'analytics.rollups') BEGIN
   UPDATE event_rollup_hourly SET count = count - 1
     WHERE project_id = OLD.project_id AND bucket = (OLD.created_at / 3600000) * 3600000 AND name = OLD.name;
   UPDATE event_rollup_daily SET count = count - 1

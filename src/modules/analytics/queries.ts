@@ -1,19 +1,44 @@
 /**
  * Reads of the rollups of migration 011 (event_rollup_hourly/daily, event_name_totals,
  * contact_field_stats). Windows are answered exactly: whole days from the daily table, whole hours
- * from the hourly one, and only the partial hours at the two edges from the events index.
+ * from the hourly one, only the partial hours at the two edges from the events index, plus the
+ * events the rollup consumer has not folded in yet (after its cursor: normally none), all read in
+ * one transaction so the cursor and the rollups agree.
  */
-import { sql, type Kysely } from "kysely";
+import { sql, type Kysely, type Transaction } from "kysely";
 import type { DB } from "../../db";
 import { idAtTime } from "../../db/ids";
+import { ROLLUP_CONSUMER } from "./rollup-consumer";
 import { DAY, HOUR } from "./window";
 
 type Counts = Map<string, number>;
+type Db = Kysely<DB> | Transaction<DB>;
+
+/** Runs `fn` with the consumer's cursor, in one read transaction. */
+function withCursor<T>(db: Kysely<DB>, fn: (trx: Transaction<DB>, cursor: number) => Promise<T>): Promise<T> {
+  return db.transaction().execute(async (trx) => {
+    const c = await trx.selectFrom("event_cursors").select("last_seq").where("consumer", "=", ROLLUP_CONSUMER).executeTakeFirst();
+    return fn(trx, Number(c?.last_seq ?? 0));
+  });
+}
+
+/** The project's events after the cursor in [a, b) (the consumer's backlog, normally empty). */
+function tail(db: Db, projectId: string, cursor: number, a: number, b: number, names: readonly string[] | undefined) {
+  let q = db
+    .selectFrom("events")
+    .select(["name", "created_at"])
+    .where("seq", ">", cursor)
+    .where("project_id", "=", projectId)
+    .where("created_at", ">=", a)
+    .where("created_at", "<", b);
+  if (names) q = q.where("name", "in", names);
+  return q.execute();
+}
 
 const add = (acc: Counts, name: string, n: number) => acc.set(name, (acc.get(name) ?? 0) + Number(n));
 
 /** Events per name in [a, b) read from the events index (only ever for under two hours of a window). */
-async function rawCounts(db: Kysely<DB>, projectId: string, a: number, b: number, names: readonly string[] | undefined, acc: Counts) {
+async function rawCounts(db: Db, projectId: string, a: number, b: number, names: readonly string[] | undefined, acc: Counts) {
   if (a >= b) return;
   let q = db
     .selectFrom("events")
@@ -27,7 +52,7 @@ async function rawCounts(db: Kysely<DB>, projectId: string, a: number, b: number
 
 /** Rollup rows per name over whole buckets [a, b) (a and b aligned to the table's bucket). */
 async function rollupCounts(
-  db: Kysely<DB>,
+  db: Db,
   table: "event_rollup_hourly" | "event_rollup_daily",
   projectId: string,
   a: number,
@@ -52,7 +77,7 @@ const ceilTo = (ms: number, unit: number) => Math.ceil(ms / unit) * unit;
 /** Exact event counts per name in [a, b) (epoch ms), optionally only for `names`. */
 export async function countsByName(db: Kysely<DB>, projectId: string, a: number, b: number, names?: readonly string[]): Promise<Counts> {
   const acc: Counts = new Map();
-  if (names && !names.length) return acc;
+  if ((names && !names.length) || a >= b) return acc;
   const h1 = ceilTo(a, HOUR);
   const h2 = floorTo(b, HOUR);
   if (h1 >= h2) {
@@ -62,48 +87,84 @@ export async function countsByName(db: Kysely<DB>, projectId: string, a: number,
   const d1 = ceilTo(h1, DAY);
   const d2 = floorTo(h2, DAY);
   await rawCounts(db, projectId, a, h1, names, acc);
-  if (d1 < d2) {
-    await rollupCounts(db, "event_rollup_hourly", projectId, h1, d1, names, acc);
-    await rollupCounts(db, "event_rollup_daily", projectId, d1, d2, names, acc);
-    await rollupCounts(db, "event_rollup_hourly", projectId, d2, h2, names, acc);
-  } else {
-    await rollupCounts(db, "event_rollup_hourly", projectId, h1, h2, names, acc);
-  }
   await rawCounts(db, projectId, h2, b, names, acc);
-  return acc;
+  return withCursor(db, async (trx, cursor) => {
+    if (d1 < d2) {
+      await rollupCounts(trx, "event_rollup_hourly", projectId, h1, d1, names, acc);
+      await rollupCounts(trx, "event_rollup_daily", projectId, d1, d2, names, acc);
+      await rollupCounts(trx, "event_rollup_hourly", projectId, d2, h2, names, acc);
+    } else {
+      await rollupCounts(trx, "event_rollup_hourly", projectId, h1, h2, names, acc);
+    }
+    for (const r of await tail(trx, projectId, cursor, h1, h2, names)) add(acc, r.name, 1);
+    return acc;
+  });
 }
 
-/** Per bucket and name over whole buckets [a, b) of the hourly or daily rollup. */
-export async function bucketCounts(db: Kysely<DB>, projectId: string, interval: "hour" | "day", a: number, b: number, names?: readonly string[]) {
-  let q = db
-    .selectFrom(interval === "hour" ? "event_rollup_hourly" : "event_rollup_daily")
-    .select(["bucket", "name", "count"])
-    .where("project_id", "=", projectId)
-    .where("bucket", ">=", a)
-    .where("bucket", "<", b)
-    .where("count", ">", 0);
-  if (names) q = q.where("name", "in", names);
-  return q.execute();
+/** Per bucket and name over whole buckets [a, b) of the hourly or daily rollup (with the backlog). */
+export function bucketCounts(db: Kysely<DB>, projectId: string, interval: "hour" | "day", a: number, b: number, names?: readonly string[]) {
+  const unit = interval === "hour" ? HOUR : DAY;
+  return withCursor(db, async (trx, cursor) => {
+    let q = trx
+      .selectFrom(interval === "hour" ? "event_rollup_hourly" : "event_rollup_daily")
+      .select(["bucket", "name", "count"])
+      .where("project_id", "=", projectId)
+      .where("bucket", ">=", a)
+      .where("bucket", "<", b)
+      .where("count", ">", 0);
+    if (names) q = q.where("name", "in", names);
+    const rows = (await q.execute()).map((r) => ({ bucket: Number(r.bucket), name: r.name, count: Number(r.count) }));
+    for (const r of await tail(trx, projectId, cursor, a, b, names)) rows.push({ bucket: floorTo(r.created_at, unit), name: r.name, count: 1 });
+    return rows;
+  });
+}
+
+/** Events per whole UTC day in [fromDay, toDay) (with the backlog). */
+export function dailyTotals(db: Kysely<DB>, projectId: string, fromDay: number, toDay: number): Promise<Map<number, number>> {
+  return withCursor(db, async (trx, cursor) => {
+    const out = new Map<number, number>();
+    const rows = await trx
+      .selectFrom("event_rollup_daily")
+      .select(["bucket", (eb) => eb.fn.sum<number>("count").as("n")])
+      .where("project_id", "=", projectId)
+      .where("bucket", ">=", fromDay)
+      .where("bucket", "<", toDay)
+      .groupBy("bucket")
+      .execute();
+    for (const r of rows) out.set(Number(r.bucket), Number(r.n));
+    for (const r of await tail(trx, projectId, cursor, fromDay, toDay, undefined)) {
+      const d = floorTo(r.created_at, DAY);
+      out.set(d, (out.get(d) ?? 0) + 1);
+    }
+    return out;
+  });
 }
 
 /** Every event name the project has now, with its count and the time of its latest event. */
 export function nameTotals(db: Kysely<DB>, projectId: string) {
-  return db
-    .selectFrom("event_name_totals")
-    .select(["name", "count", "last_at"])
-    .where("project_id", "=", projectId)
-    .where("count", ">", 0)
-    .orderBy("name")
-    .execute();
+  return withCursor(db, async (trx, cursor) => {
+    const rows = await trx.selectFrom("event_name_totals").select(["name", "count", "last_at"]).where("project_id", "=", projectId).execute();
+    const byName = new Map(rows.map((r) => [r.name, { name: r.name, count: Number(r.count), last_at: Number(r.last_at) }]));
+    const backlog = await trx
+      .selectFrom("events")
+      .select(["name", (eb) => eb.fn.countAll<number>().as("n"), (eb) => eb.fn.max<number>("created_at").as("last")])
+      .where("seq", ">", cursor)
+      .where("project_id", "=", projectId)
+      .groupBy("name")
+      .execute();
+    for (const r of backlog) {
+      const e = byName.get(r.name);
+      if (e) {
+        e.count += Number(r.n);
+        e.last_at = Math.max(e.last_at, Number(r.last));
+      } else byName.set(r.name, { name: r.name, count: Number(r.n), last_at: Number(r.last) });
+    }
+    return [...byName.values()].filter((r) => r.count > 0).sort((x, y) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0));
+  });
 }
 
 export async function eventTotal(db: Kysely<DB>, projectId: string): Promise<number> {
-  const r = await db
-    .selectFrom("event_name_totals")
-    .select((eb) => eb.fn.sum<number>("count").as("n"))
-    .where("project_id", "=", projectId)
-    .executeTakeFirst();
-  return Number(r?.n ?? 0);
+  return (await nameTotals(db, projectId)).reduce((n, r) => n + r.count, 0);
 }
 
 /** Contacts per custom data key and kind (json type, or 'date'). */

@@ -12,6 +12,11 @@ export function windowCounts(ctx: AppContext, projectId: string, fromMs: number,
   return q.countsByName(ctx.db, projectId, fromMs, toExclusiveMs, names);
 }
 
+/** Events per whole UTC day in [fromDay, toDay). */
+export function dailyTotals(ctx: AppContext, projectId: string, fromDay: number, toDay: number) {
+  return q.dailyTotals(ctx.db, projectId, fromDay, toDay);
+}
+
 /** Every event name of the project with its all-time count and latest time. */
 export function eventNames(ctx: AppContext, projectId: string) {
   return q.nameTotals(ctx.db, projectId);

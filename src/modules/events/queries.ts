@@ -34,18 +34,6 @@ export async function countEvents(ctx: AppContext, f: EventFilter): Promise<numb
   return Number(r.n);
 }
 
-/** Events per whole UTC day in [fromDay, toDay) from the daily rollup. */
-export async function dailyTotals(ctx: AppContext, projectId: string, fromDay: number, toDay: number) {
-  return ctx.db
-    .selectFrom("event_rollup_daily")
-    .select(["bucket", (eb) => eb.fn.sum<number>("count").as("n")])
-    .where("project_id", "=", projectId)
-    .where("bucket", ">=", fromDay)
-    .where("bucket", "<", toDay)
-    .groupBy("bucket")
-    .execute();
-}
-
 export async function deleteByName(ctx: AppContext, projectId: string, name: string): Promise<number> {
   const r = await ctx.db.deleteFrom("events").where("project_id", "=", projectId).where("name", "=", name).executeTakeFirst();
   return Number(r.numDeletedRows);

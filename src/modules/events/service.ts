@@ -9,7 +9,7 @@ import { badRequest, notFound, validationError, type FieldError } from "../../ht
 import { withIdempotency } from "../../http/idempotency";
 import { cursorPage, type CursorParams } from "../../http/pagination";
 import { isValidEmail } from "../../mail/address";
-import { DAY, eventNames, parseTime, windowCounts } from "../analytics/service";
+import { DAY, dailyTotals, eventNames, parseTime, windowCounts } from "../analytics/service";
 import * as q from "./queries";
 
 const MAX_STATS_DAYS = 3_660;
@@ -101,7 +101,7 @@ export async function stats(ctx: AppContext, projectId: string, query: { days?: 
   await edge(firstDay);
   if (lastDay !== firstDay) await edge(lastDay);
   if (lastDay - firstDay > DAY) {
-    for (const r of await q.dailyTotals(ctx, projectId, firstDay + DAY, lastDay)) daily.set(r.bucket, Number(r.n));
+    for (const [d, n] of await dailyTotals(ctx, projectId, firstDay + DAY, lastDay)) daily.set(d, n);
   }
   const events = [...byName]
     .filter(([, n]) => n > 0)
