@@ -28,6 +28,8 @@ export interface Config {
   /** Waits between outbound webhook attempts (and the first ones of workflow WEBHOOK retries). */
   webhookRetryScheduleMs: number[];
   metricsToken?: string;
+  /** Keep the event rollups (the analytics.rollups feed consumer); off only to measure their cost. */
+  analyticsRollups: boolean;
 }
 
 interface Option {
@@ -82,6 +84,7 @@ export const OPTIONS: Option[] = [
   { key: "logRequests", env: "MAILSVC_LOG_REQUESTS", flag: "--log-requests", help: "one log line per HTTP request", parse: bool },
   { key: "allowPrivateWebhooks", env: "MAILSVC_ALLOW_PRIVATE_WEBHOOKS", flag: "--allow-private-webhooks", help: "let workflow and outbound webhooks reach loopback/private addresses", parse: bool },
   { key: "webhookRetryScheduleMs", env: "MAILSVC_WEBHOOK_RETRY_SCHEDULE", flag: "--webhook-retry-schedule", help: "waits between webhook attempts after a non-2xx or network failure", parse: (s) => list(s).map(parseDuration) },
+  { key: "analyticsRollups", env: "MAILSVC_ANALYTICS_ROLLUPS", flag: "--analytics-rollups", help: "fold new events into the analytics rollups (off: aggregates stay exact but read the events; for benchmarks)", parse: bool },
   { key: "metricsToken", env: "MAILSVC_METRICS_TOKEN", flag: "--metrics-token", help: "bearer token required by /metrics", parse: str },
 ];
 
@@ -106,6 +109,7 @@ function defaults(): Omit<Config, "publicUrl"> & { publicUrl?: string } {
     logRequests: true,
     allowPrivateWebhooks: false,
     webhookRetryScheduleMs: list(DEFAULT_WEBHOOK_RETRY_SCHEDULE).map(parseDuration),
+    analyticsRollups: true,
   };
 }
 

@@ -210,3 +210,42 @@ describe("GET /activity/upcoming", () => {
     expect((await srv.api("/activity/upcoming", { key: acc.secretKey })).body.map((i: any) => i.id)).not.toContain("camp-1");
   });
 });
+
+describe("the rollup consumer", () => {
+  test("without it (MAILSVC_ANALYTICS_ROLLUPS=false) answers stay exact; turned on after a restart it folds the backlog once", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "mailsvc-rollup-"));
+    const dbPath = join(dir, "t.db");
+    try {
+      const s1 = await startServer({ dbPath, config: { analyticsRollups: false } });
+      const a = await createAccount(s1.api, "Backlog");
+      const t0 = s1.clock.now();
+      for (let i = 0; i < 12; i++) {
+        s1.clock.advance(20 * 60_000);
+        await s1.api("/v1/track", { key: a.publicKey, body: { email: `b${i % 4}@example.com`, event: i % 3 ? "view" : "buy" } });
+      }
+      const want = { view: 8, buy: 4 };
+      const win = `from=${t0}&to=${s1.clock.now() + 1}`;
+      const stats1 = await s1.api("/events/stats", { key: a.secretKey });
+      expect(Object.fromEntries(stats1.body.events.map((e: any) => [e.name, e.count]))).toEqual(want);
+      const folded = await s1.ctx.db.selectFrom("event_name_totals").selectAll().where("project_id", "=", a.projectId).execute();
+      expect(folded).toEqual([]);
+      await s1.close();
+
+      const s2 = await startServer({ dbPath });
+      await s2.drainJobs();
+      const totals = await s2.ctx.db.selectFrom("event_name_totals").select(["name", "count"]).where("project_id", "=", a.projectId).orderBy("name").execute();
+      expect(totals).toEqual([
+        { name: "buy", count: 4 },
+        { name: "view", count: 8 },
+      ]);
+      // s2's clock is behind s1's moved one: name the window.
+      const stats2 = await s2.api(`/events/stats?${win}`, { key: a.secretKey });
+      expect(Object.fromEntries(stats2.body.events.map((e: any) => [e.name, e.count]))).toEqual(want);
+      const top = await s2.api(`/analytics/top-events?${win}`, { key: a.secretKey });
+      expect(top.body.data.map((x: any) => [x.name, x.count])).toEqual([["view", 8], ["buy", 4]]);
+      await s2.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

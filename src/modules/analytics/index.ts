@@ -8,7 +8,7 @@ export const analyticsModule: ModuleDef = {
   name: "analytics",
   routes: analyticsRoutes,
   install(ctx) {
-    ctx.feed.subscribe(ROLLUP_CONSUMER, (trx, events) => foldEvents(trx, events));
+    if (ctx.config.analyticsRollups) ctx.feed.subscribe(ROLLUP_CONSUMER, (trx, events) => foldEvents(trx, events));
     ctx.hooks.resetProject.push((c, projectId) => resetProject(c, projectId));
   },
 };
