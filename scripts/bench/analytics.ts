@@ -44,7 +44,7 @@ const seed0 = performance.now();
 {
   const db = new Database(t.db, { strict: true });
   db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF; PRAGMA cache_size = -262144; PRAGMA temp_store = MEMORY");
-  db.exec(`DROP TRIGGER events_rollup_insert; DROP TRIGGER events_rollup_delete; DROP TRIGGER contacts_fields_insert;
+  db.exec(`DROP TRIGGER events_rollup_delete; DROP TRIGGER contacts_fields_insert;
     DROP TRIGGER contacts_fields_delete; DROP TRIGGER contacts_fields_update;
     DROP TABLE event_rollup_hourly; DROP TABLE event_rollup_daily; DROP TABLE event_name_totals; DROP TABLE contact_field_stats;
     DELETE FROM schema_migrations WHERE name = '011_analytics'`);
