@@ -107,3 +107,29 @@ CREATE TRIGGER contacts_fields_update AFTER UPDATE OF data ON contacts WHEN OLD.
       FROM json_each(OLD.data) j) x WHERE true
   ON CONFLICT (project_id, key, kind) DO UPDATE SET n = n + 1;
 END;
+
+-- Per campaign: emails sent, delivered, opened (first open, or first click without the pixel),
+-- clicked (first click), bounced, complained; unique per email. Kept by the same consumer from the
+-- email.* events (their email's campaign_id), so campaign figures need no scan of emails.
+CREATE TABLE campaign_rollup (
+  project_id TEXT NOT NULL,
+  campaign_id TEXT NOT NULL,
+  sent INTEGER NOT NULL DEFAULT 0,
+  delivered INTEGER NOT NULL DEFAULT 0,
+  opened INTEGER NOT NULL DEFAULT 0,
+  clicked INTEGER NOT NULL DEFAULT 0,
+  bounced INTEGER NOT NULL DEFAULT 0,
+  complained INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (project_id, campaign_id)
+) WITHOUT ROWID;
+INSERT INTO campaign_rollup (project_id, campaign_id, sent, delivered, opened, clicked, bounced, complained)
+  SELECT e.project_id, m.campaign_id,
+    count(DISTINCT CASE WHEN e.name = 'email.sent' THEN e.email_id END),
+    count(DISTINCT CASE WHEN e.name = 'email.delivery' THEN e.email_id END),
+    count(DISTINCT CASE WHEN e.name IN ('email.open', 'email.click') THEN e.email_id END),
+    count(DISTINCT CASE WHEN e.name = 'email.click' THEN e.email_id END),
+    count(DISTINCT CASE WHEN e.name = 'email.bounce' THEN e.email_id END),
+    count(DISTINCT CASE WHEN e.name = 'email.complaint' THEN e.email_id END)
+  FROM events e JOIN emails m ON m.id = e.email_id
+  WHERE e.email_id IS NOT NULL AND m.campaign_id IS NOT NULL
+  GROUP BY e.project_id, m.campaign_id;

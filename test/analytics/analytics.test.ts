@@ -175,13 +175,87 @@ describe("GET /analytics/top-events", () => {
 });
 
 describe("campaign figures", () => {
-  test("campaign-stats and top-campaigns answer their shapes", async () => {
-    const s = await get("/analytics/campaign-stats");
-    expect(s.status).toBe(200);
-    expect(Object.keys(s.body).sort()).toEqual(["averageClickRate", "averageOpenRate", "cancelled", "draft", "scheduled", "sending", "sent", "total"].sort());
-    for (const v of Object.values(s.body)) expect(typeof v).toBe("number");
-    const t = await get("/analytics/top-campaigns?metric=opens&limit=5");
-    expect(t.status).toBe(200);
-    expect(Array.isArray(t.body.data)).toBe(true);
+  /** A campaign row as the campaigns module (migration 009) stores it; the table is created here until that module is merged. */
+  async function campaign(name: string, status: string, sentAt: number | null) {
+    const { sql } = await import("kysely");
+    await sql`CREATE TABLE IF NOT EXISTS campaigns (id TEXT PRIMARY KEY, project_id TEXT NOT NULL, name TEXT NOT NULL, description TEXT,
+      subject TEXT NOT NULL, body TEXT NOT NULL, from_email TEXT NOT NULL, from_name TEXT, reply_to TEXT, type TEXT NOT NULL DEFAULT 'MARKETING',
+      status TEXT NOT NULL DEFAULT 'DRAFT', audience_type TEXT NOT NULL, segment_id TEXT, audience_condition TEXT, template_id TEXT,
+      scheduled_for INTEGER, content_id TEXT, fanout_last_id TEXT, fanout_done INTEGER NOT NULL DEFAULT 0, total_recipients INTEGER NOT NULL DEFAULT 0,
+      sent_at INTEGER, completed_at INTEGER, cancelled_at INTEGER, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL)`.execute(env.srv.ctx.db);
+    const id = Bun.randomUUIDv7();
+    const now = env.srv.clock.now();
+    await sql`INSERT INTO campaigns (id, project_id, name, subject, body, from_email, status, audience_type, sent_at, created_at, updated_at)
+      VALUES (${id}, ${env.acct.projectId}, ${name}, ${"Subject " + name}, '<p>x</p>', ${"news@" + SENDER}, ${status}, 'ALL', ${sentAt}, ${now}, ${now})`.execute(env.srv.ctx.db);
+    return id;
+  }
+
+  async function campaignEmails(campaignId: string, to: string[]) {
+    const { insertContent, insertEmails } = await import("../../src/mail/enqueue");
+    const { wakeOutbox } = await import("../../src/mail/outbox");
+    const ctx = env.srv.ctx;
+    const now = ctx.clock.now();
+    const ids: string[] = [];
+    for (const addr of to) {
+      const c = await env.srv.api("/contacts", { key, body: { email: addr } });
+      const [id] = await ctx.db.transaction().execute(async (trx) => {
+        const contentId = await insertContent(trx, now, {
+          projectId: env.acct.projectId,
+          subject: "Campaign",
+          html: `<p>Hi</p><p><a href="https://shop.example.com/a">a</a> <a href="https://shop.example.com/b">b</a></p>`,
+          fromEmail: `news@${SENDER}`,
+          type: "MARKETING",
+        });
+        return insertEmails(trx, now, ctx.config.hostname, [
+          { projectId: env.acct.projectId, contentId, contactId: c.body.id, toEmail: addr, vars: { email: addr }, sourceType: "CAMPAIGN", campaignId },
+        ]);
+      });
+      ids.push(id!);
+    }
+    wakeOutbox(ctx);
+    return ids;
+  }
+
+  test("campaign-stats and top-campaigns count each campaign's emails: sent, opened, clicked (unique per email)", async () => {
+    const now = env.srv.clock.now();
+    const a = await campaign("Spring sale", "SENT", now);
+    const b = await campaign("Bounce heavy", "SENT", now);
+    await campaign("Draft", "DRAFT", null);
+    await campaign("Stopped", "CANCELLED", now);
+    const [a1, a2, a3] = await campaignEmails(a, [`c1@${RCPT}`, `c2@${RCPT}`, `c3@${RCPT}`]);
+    env.sink.onRcpt = (rcpt) => (rcpt === `cgone@${RCPT}` ? { code: 550, message: "5.1.1 no such user" } : undefined);
+    const [b1] = await campaignEmails(b, [`cgone@${RCPT}`]);
+    for (const id of [a1!, a2!, a3!]) await waitForView(env.srv, key, id, "DELIVERED");
+    await waitForView(env.srv, key, b1!, "BOUNCED");
+    env.sink.onRcpt = () => undefined;
+    const links = async (to: string) => {
+      const html = (await env.sink.byRecipient(to)[0]!.parse()).html as string;
+      return { pixel: imgSrcs(html).find((s) => s.includes("/t/o/"))!, clicks: hrefs(html).filter((h) => h.includes("/t/c/")) };
+    };
+    // c1: opens, then clicks both links (one clicked email); c2: clicks without the pixel (opened too).
+    const l1 = await links(`c1@${RCPT}`);
+    await fetch(l1.pixel);
+    for (const c of l1.clicks) await fetch(c, { redirect: "manual" });
+    await fetch(l1.clicks[0]!, { redirect: "manual" });
+    const l2 = await links(`c2@${RCPT}`);
+    await fetch(l2.clicks[1]!, { redirect: "manual" });
+    await env.srv.drainJobs();
+
+    const top = await get("/analytics/top-campaigns?metric=sent");
+    expect(top.status).toBe(200);
+    expect(top.body.data).toEqual([
+      { id: a, name: "Spring sale", subject: "Subject Spring sale", sentCount: 3, openedCount: 2, clickedCount: 2, openRate: 66.67, clickRate: 66.67 },
+      { id: b, name: "Bounce heavy", subject: "Subject Bounce heavy", sentCount: 1, openedCount: 0, clickedCount: 0, openRate: 0, clickRate: 0 },
+      expect.objectContaining({ name: "Stopped", sentCount: 0 }),
+    ]);
+    expect((await get("/analytics/top-campaigns?metric=clicks&limit=1")).body.data.map((c: any) => c.id)).toEqual([a]);
+    const stats = await get("/analytics/campaign-stats");
+    expect(stats.body).toEqual({ total: 4, draft: 1, scheduled: 0, sending: 0, sent: 2, cancelled: 1, averageOpenRate: 33.33, averageClickRate: 33.33 });
+    const counters = await env.srv.ctx.db.selectFrom("campaign_rollup").selectAll().where("campaign_id", "=", b).executeTakeFirstOrThrow();
+    expect(counters).toMatchObject({ sent: 1, delivered: 0, bounced: 1 });
+    // Another project sees none of them.
+    const other = await createAccount(env.srv.api, "Other campaigns");
+    expect((await env.srv.api("/analytics/top-campaigns", { key: other.secretKey })).body.data).toEqual([]);
+    expect((await env.srv.api("/analytics/campaign-stats", { key: other.secretKey })).body.total).toBe(0);
   });
 });

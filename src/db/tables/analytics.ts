@@ -22,7 +22,19 @@ export interface ContactFieldStatsTable {
   n: number;
 }
 
+export interface CampaignRollupTable {
+  project_id: string;
+  campaign_id: string;
+  sent: number;
+  delivered: number;
+  opened: number;
+  clicked: number;
+  bounced: number;
+  complained: number;
+}
+
 export interface AnalyticsTables {
+  campaign_rollup: CampaignRollupTable;
   event_rollup_hourly: EventRollupTable;
   event_rollup_daily: EventRollupTable;
   event_name_totals: EventNameTotalsTable;

@@ -174,7 +174,7 @@ export function fieldStats(db: Kysely<DB>, projectId: string) {
 
 export async function deleteProjectRollups(db: Kysely<DB>, projectId: string) {
   await db.transaction().execute(async (trx) => {
-    for (const t of ["event_rollup_hourly", "event_rollup_daily", "event_name_totals", "contact_field_stats"] as const) {
+    for (const t of ["event_rollup_hourly", "event_rollup_daily", "event_name_totals", "contact_field_stats", "campaign_rollup"] as const) {
       await trx.deleteFrom(t).where("project_id", "=", projectId).execute();
     }
   });
@@ -204,25 +204,37 @@ export interface CampaignCountersRow {
   clicked_count: number;
 }
 
-const CAMPAIGN_ORDER = { sent: sql.ref("sent_count"), opens: sql.ref("opened_count"), clicks: sql.ref("clicked_count") } as const;
+const CAMPAIGN_ORDER = { sent: sql.ref("r.sent"), opens: sql.ref("r.opened"), clicks: sql.ref("r.clicked") } as const;
 
-/** Campaigns sent in [from, to], ordered by a counter. */
+/**
+ * Campaigns sent in [from, to], ordered by a counter of campaign_rollup (kept by the rollup consumer
+ * from their emails' events). The campaigns table belongs to the campaigns module.
+ */
 export async function topCampaigns(db: Kysely<DB>, projectId: string, from: number, to: number, metric: keyof typeof CAMPAIGN_ORDER, limit: number) {
   const r = await sql<CampaignCountersRow>`
-    SELECT id, name, subject, status, sent_count, opened_count, clicked_count FROM campaigns
-    WHERE project_id = ${projectId} AND sent_at IS NOT NULL AND sent_at >= ${from} AND sent_at <= ${to}
-    ORDER BY ${CAMPAIGN_ORDER[metric]} DESC, sent_at DESC, id DESC LIMIT ${limit}`.execute(db);
+    SELECT c.id, c.name, c.subject, c.status,
+      COALESCE(r.sent, 0) AS sent_count, COALESCE(r.opened, 0) AS opened_count, COALESCE(r.clicked, 0) AS clicked_count
+    FROM campaigns c LEFT JOIN campaign_rollup r ON r.project_id = c.project_id AND r.campaign_id = c.id
+    WHERE c.project_id = ${projectId} AND c.sent_at IS NOT NULL AND c.sent_at >= ${from} AND c.sent_at <= ${to}
+    ORDER BY COALESCE(${CAMPAIGN_ORDER[metric]}, 0) DESC, c.sent_at DESC, c.id DESC LIMIT ${limit}`.execute(db);
   return r.rows;
 }
 
-/** Campaigns created in [from, to]: count per status, and the sums of sent/opened/clicked over those that sent. */
+/** Campaigns created in [from, to]: count per status, and the sums of their open/click rates over those that sent. */
 export async function campaignStatusCounts(db: Kysely<DB>, projectId: string, from: number, to: number) {
   const r = await sql<{ status: string; n: number; open_rate_sum: number; click_rate_sum: number; with_sends: number }>`
-    SELECT status, count(*) AS n,
-      sum(CASE WHEN sent_count > 0 THEN opened_count * 100.0 / sent_count ELSE 0 END) AS open_rate_sum,
-      sum(CASE WHEN sent_count > 0 THEN clicked_count * 100.0 / sent_count ELSE 0 END) AS click_rate_sum,
-      sum(CASE WHEN sent_count > 0 THEN 1 ELSE 0 END) AS with_sends
-    FROM campaigns WHERE project_id = ${projectId} AND created_at >= ${from} AND created_at <= ${to}
-    GROUP BY status`.execute(db);
+    SELECT c.status, count(*) AS n,
+      sum(CASE WHEN r.sent > 0 THEN r.opened * 100.0 / r.sent ELSE 0 END) AS open_rate_sum,
+      sum(CASE WHEN r.sent > 0 THEN r.clicked * 100.0 / r.sent ELSE 0 END) AS click_rate_sum,
+      sum(CASE WHEN r.sent > 0 THEN 1 ELSE 0 END) AS with_sends
+    FROM campaigns c LEFT JOIN campaign_rollup r ON r.project_id = c.project_id AND r.campaign_id = c.id
+    WHERE c.project_id = ${projectId} AND c.created_at >= ${from} AND c.created_at <= ${to}
+    GROUP BY c.status`.execute(db);
   return r.rows;
+}
+
+/** A campaign's counters (the campaigns module may read them instead of counting its emails). */
+export function campaignCounters(db: Kysely<DB>, projectId: string, campaignIds: string[]) {
+  if (!campaignIds.length) return Promise.resolve([]);
+  return db.selectFrom("campaign_rollup").selectAll().where("project_id", "=", projectId).where("campaign_id", "in", campaignIds).execute();
 }

@@ -60,4 +60,74 @@ export async function foldEvents(trx: Transaction<DB>, events: FeedEvent[]): Pro
       )
       .execute();
   }
+  await foldCampaignEvents(trx, events);
+}
+
+type CampaignCounter = "sent" | "delivered" | "opened" | "clicked" | "bounced" | "complained";
+const CAMPAIGN_EVENTS: Record<string, CampaignCounter> = {
+  "email.sent": "sent",
+  "email.delivery": "delivered",
+  "email.open": "opened",
+  "email.click": "clicked",
+  "email.bounce": "bounced",
+  "email.complaint": "complained",
+};
+
+/** Campaign counters from the email.* events of campaign emails (unique per email, see migration 011). */
+async function foldCampaignEvents(trx: Transaction<DB>, events: FeedEvent[]): Promise<void> {
+  const mine = events.filter((e) => e.emailId && CAMPAIGN_EVENTS[e.name]);
+  if (!mine.length) return;
+  const campaignOf = new Map<string, string>();
+  const emailIds = [...new Set(mine.map((e) => e.emailId!))];
+  for (let i = 0; i < emailIds.length; i += 500) {
+    const rows = await trx
+      .selectFrom("emails")
+      .select(["id", "campaign_id"])
+      .where("id", "in", emailIds.slice(i, i + 500))
+      .where("campaign_id", "is not", null)
+      .execute();
+    for (const r of rows) campaignOf.set(r.id, r.campaign_id!);
+  }
+  const acc = new Map<string, Record<CampaignCounter, number> & { projectId: string; campaignId: string }>();
+  for (const e of mine) {
+    const campaignId = campaignOf.get(e.emailId!);
+    if (!campaignId) continue;
+    const counter = CAMPAIGN_EVENTS[e.name]!;
+    const bump: CampaignCounter[] = [];
+    if (counter === "clicked") {
+      // Only the first click of an email counts; it also counts as the open when the pixel never loaded.
+      const earlier = await trx
+        .selectFrom("events")
+        .select(["name"])
+        .where("project_id", "=", e.projectId)
+        .where("email_id", "=", e.emailId!)
+        .where("name", "in", ["email.click", "email.open"])
+        .where("seq", "<", e.seq)
+        .execute();
+      if (earlier.some((r) => r.name === "email.click")) continue;
+      bump.push("clicked");
+      if (!earlier.some((r) => r.name === "email.open")) bump.push("opened");
+    } else bump.push(counter);
+    const k = `${e.projectId}${SEP}${campaignId}`;
+    let a = acc.get(k);
+    if (!a) acc.set(k, (a = { projectId: e.projectId, campaignId, sent: 0, delivered: 0, opened: 0, clicked: 0, bounced: 0, complained: 0 }));
+    for (const b of bump) a[b]++;
+  }
+  for (const a of acc.values()) {
+    const inc = (c: CampaignCounter) => sql<number>`${sql.ref(`campaign_rollup.${c}`)} + ${a[c]}`;
+    await trx
+      .insertInto("campaign_rollup")
+      .values({ project_id: a.projectId, campaign_id: a.campaignId, sent: a.sent, delivered: a.delivered, opened: a.opened, clicked: a.clicked, bounced: a.bounced, complained: a.complained })
+      .onConflict((oc) =>
+        oc.columns(["project_id", "campaign_id"]).doUpdateSet({
+          sent: inc("sent"),
+          delivered: inc("delivered"),
+          opened: inc("opened"),
+          clicked: inc("clicked"),
+          bounced: inc("bounced"),
+          complained: inc("complained"),
+        }),
+      )
+      .execute();
+  }
 }

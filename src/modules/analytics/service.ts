@@ -148,6 +148,12 @@ export async function campaignStats(ctx: AppContext, projectId: string, query: {
   return out;
 }
 
+/** Counters per campaign from the rollup: { sent, delivered, opened, clicked, bounced, complained } (unique per email). */
+export async function campaignCounters(ctx: AppContext, projectId: string, campaignIds: string[]) {
+  const rows = await q.campaignCounters(ctx.db, projectId, campaignIds);
+  return new Map(rows.map((r) => [r.campaign_id, { sent: r.sent, delivered: r.delivered, opened: r.opened, clicked: r.clicked, bounced: r.bounced, complained: r.complained }]));
+}
+
 export function resetProject(ctx: AppContext, projectId: string) {
   return q.deleteProjectRollups(ctx.db, projectId);
 }
