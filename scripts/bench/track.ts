@@ -130,7 +130,8 @@ async function tail() {
     return;
   }
   const TAIL_SECONDS = Math.max(5, seconds);
-  const lua = join(tempDb().dir, "track.lua");
+  const luaDir = tempDb();
+  const lua = join(luaDir.dir, "track.lua");
   await Bun.write(
     lua,
     `local key = os.getenv("TRACK_KEY")
@@ -213,6 +214,7 @@ Bun.serve({ port: ${port}, hostname: "127.0.0.1", async fetch(req) {
   const svc = await wrk(srv.url + "/v1/track", project.public);
   await srv.stop();
   t.cleanup();
+  luaDir.cleanup();
   console.log(`/v1/track tail case: wrk -c50 (core 1), random contact of 100,000, random data, server pinned to core 0, ${TAIL_SECONDS}s`);
   console.log(`  service : ${fmt(svc.rps)} req/s, p50 ${svc.p50.toFixed(2)} ms, p99 ${svc.p99.toFixed(2)} ms, max ${svc.max.toFixed(1)} ms, errors ${svc.errors}`);
   console.log(`  ceiling : ${fmt(bare.rps)} req/s, p50 ${bare.p50.toFixed(2)} ms, p99 ${bare.p99.toFixed(2)} ms, max ${bare.max.toFixed(1)} ms (bare Bun.serve, one raw transaction per request, same pinning)`);
