@@ -46,7 +46,7 @@ const seed0 = performance.now();
   db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF; PRAGMA cache_size = -262144; PRAGMA temp_store = MEMORY");
   db.exec(`DROP TRIGGER events_rollup_delete; DROP TRIGGER contacts_fields_insert;
     DROP TRIGGER contacts_fields_delete; DROP TRIGGER contacts_fields_update;
-    DROP TABLE event_rollup_hourly; DROP TABLE event_rollup_daily; DROP TABLE event_name_totals; DROP TABLE contact_field_stats;
+    DROP TABLE event_rollup_hourly; DROP TABLE event_rollup_daily; DROP TABLE event_name_totals; DROP TABLE contact_field_stats; DROP TABLE campaign_rollup;
     DELETE FROM schema_migrations WHERE name = '011_analytics'`);
   const insC = db.query("INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) VALUES (?, ?, ?, 1, ?, ?, ?)");
   const contacts: string[] = new Array(CONTACTS);

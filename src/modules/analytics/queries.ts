@@ -22,17 +22,15 @@ function withCursor<T>(db: Kysely<DB>, fn: (trx: Transaction<DB>, cursor: number
   });
 }
 
-/** The project's events after the cursor in [a, b) (the consumer's backlog, normally empty). */
-function tail(db: Db, projectId: string, cursor: number, a: number, b: number, names: readonly string[] | undefined) {
-  let q = db
-    .selectFrom("events")
-    .select(["name", "created_at"])
-    .where("seq", ">", cursor)
-    .where("project_id", "=", projectId)
-    .where("created_at", ">=", a)
-    .where("created_at", "<", b);
-  if (names) q = q.where("name", "in", names);
-  return q.execute();
+/**
+ * The project's events after the cursor in [a, b) (the consumer's backlog, normally empty). Read by
+ * seq alone (the rowid range of the newest rows) and filtered here: with project_id in the WHERE the
+ * planner may walk the project's whole (project_id, id) index instead.
+ */
+async function tail(db: Db, projectId: string, cursor: number, a: number, b: number, names: readonly string[] | undefined) {
+  const rows = await db.selectFrom("events").select(["project_id", "name", "created_at"]).where("seq", ">", cursor).execute();
+  const wanted = names ? new Set(names) : null;
+  return rows.filter((r) => r.project_id === projectId && r.created_at >= a && r.created_at < b && (!wanted || wanted.has(r.name)));
 }
 
 const add = (acc: Counts, name: string, n: number) => acc.set(name, (acc.get(name) ?? 0) + Number(n));
@@ -145,14 +143,15 @@ export function nameTotals(db: Kysely<DB>, projectId: string) {
   return withCursor(db, async (trx, cursor) => {
     const rows = await trx.selectFrom("event_name_totals").select(["name", "count", "last_at"]).where("project_id", "=", projectId).execute();
     const byName = new Map(rows.map((r) => [r.name, { name: r.name, count: Number(r.count), last_at: Number(r.last_at) }]));
-    const backlog = await trx
-      .selectFrom("events")
-      .select(["name", (eb) => eb.fn.countAll<number>().as("n"), (eb) => eb.fn.max<number>("created_at").as("last")])
-      .where("seq", ">", cursor)
-      .where("project_id", "=", projectId)
-      .groupBy("name")
-      .execute();
-    for (const r of backlog) {
+    const backlog = new Map<string, { name: string; n: number; last: number }>();
+    for (const r of await tail(trx, projectId, cursor, 0, Number.MAX_SAFE_INTEGER, undefined)) {
+      const b = backlog.get(r.name);
+      if (b) {
+        b.n++;
+        b.last = Math.max(b.last, r.created_at);
+      } else backlog.set(r.name, { name: r.name, n: 1, last: r.created_at });
+    }
+    for (const r of backlog.values()) {
       const e = byName.get(r.name);
       if (e) {
         e.count += Number(r.n);
