@@ -1,4 +1,6 @@
 import { activityModule } from "./activity";
+import { campaignsModule } from "./campaigns";
+import { audienceCountModule } from "./audience-count";
 import { analyticsModule } from "./analytics";
 import { contactsModule } from "./contacts";
 import { domainsModule } from "./domains";
@@ -14,6 +16,8 @@ import { templatesModule } from "./templates";
 import { trackingModule } from "./tracking";
 import { userRoutes } from "./users/routes";
 import { verifyModule } from "./verify";
+import { workflowsModule } from "./workflows";
+import { webModule } from "../web";
 
 /** Every module of the service, in install order. */
 export const MODULES: ModuleDef[] = [
@@ -27,9 +31,13 @@ export const MODULES: ModuleDef[] = [
   segmentsModule,
   verifyModule,
   sendModule,
+  campaignsModule,
   trackingModule,
   emailsModule,
   activityModule,
   analyticsModule,
   metricsModule,
+  workflowsModule,
+  audienceCountModule,
+  webModule,
 ];
