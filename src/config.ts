@@ -29,10 +29,22 @@ export interface Config {
   /** Waits between outbound webhook attempts (and the first ones of workflow WEBHOOK retries). */
   webhookRetryScheduleMs: number[];
   metricsToken?: string;
+  /** MTA-STS (RFC 8461) for outbound delivery. */
+  mtaSts: boolean;
+  /** PEM file of extra CAs trusted for MTA-STS policy hosts and enforce-mode MX certificates. */
+  mtaStsCa?: string;
+  /** HTTPS port of MTA-STS policy hosts (443; tests use another). */
+  mtaStsPort: number;
   /** Outbound messages per second per project (IP warm-up); unset = unlimited. */
   sendRate?: number;
   /** Contacts written per campaign fan-out transaction. */
   campaignBatchSize: number;
+  /** Stripe (billing is off unless the secret key, webhook secret and price are all set). */
+  stripeSecretKey?: string;
+  stripeWebhookSecret?: string;
+  stripePriceId?: string;
+  /** Base URL of the Stripe API (tests point it at a local fake); default https://api.stripe.com. */
+  stripeApiBase?: string;
   /** Keep the event rollups (the analytics.rollups feed consumer); off only to measure their cost. */
   analyticsRollups: boolean;
 }
@@ -90,10 +102,17 @@ export const OPTIONS: Option[] = [
   { key: "logRequests", env: "MAILSVC_LOG_REQUESTS", flag: "--log-requests", help: "one log line per HTTP request", parse: bool },
   { key: "allowPrivateWebhooks", env: "MAILSVC_ALLOW_PRIVATE_WEBHOOKS", flag: "--allow-private-webhooks", help: "let workflow and outbound webhooks reach loopback/private addresses", parse: bool },
   { key: "webhookRetryScheduleMs", env: "MAILSVC_WEBHOOK_RETRY_SCHEDULE", flag: "--webhook-retry-schedule", help: "waits between webhook attempts after a non-2xx or network failure", parse: (s) => list(s).map(parseDuration) },
+  { key: "mtaSts", env: "MAILSVC_MTA_STS", flag: "--mta-sts", help: "honour recipients' MTA-STS policies (enforce: verified TLS to listed MX only)", parse: bool },
+  { key: "mtaStsCa", env: "MAILSVC_MTA_STS_CA", flag: "--mta-sts-ca", help: "PEM file of extra CAs trusted for MTA-STS policy hosts and MX certificates", parse: str },
+  { key: "mtaStsPort", env: "MAILSVC_MTA_STS_PORT", flag: "--mta-sts-port", help: "HTTPS port of MTA-STS policy hosts", parse: int("mta-sts port") },
   { key: "analyticsRollups", env: "MAILSVC_ANALYTICS_ROLLUPS", flag: "--analytics-rollups", help: "fold new events into the analytics rollups (off: aggregates stay exact but read the events; for benchmarks)", parse: bool },
   { key: "metricsToken", env: "MAILSVC_METRICS_TOKEN", flag: "--metrics-token", help: "bearer token required by /metrics", parse: str },
   { key: "campaignBatchSize", env: "MAILSVC_CAMPAIGN_BATCH_SIZE", flag: "--campaign-batch-size", help: "contacts written per campaign fan-out transaction", parse: int("campaign batch size") },
   { key: "sendRate", env: "MAILSVC_SEND_RATE", flag: "--send-rate", help: "outbound messages per second per project (default unlimited)", parse: int("send rate") },
+  { key: "stripeSecretKey", env: "MAILSVC_STRIPE_SECRET_KEY", flag: "--stripe-secret-key", help: "Stripe secret key (billing is off without it)", parse: str },
+  { key: "stripeWebhookSecret", env: "MAILSVC_STRIPE_WEBHOOK_SECRET", flag: "--stripe-webhook-secret", help: "signing secret of the Stripe webhook (whsec_…)", parse: str },
+  { key: "stripePriceId", env: "MAILSVC_STRIPE_PRICE_ID", flag: "--stripe-price-id", help: "Stripe price of the subscription sold by checkout", parse: str },
+  { key: "stripeApiBase", env: "MAILSVC_STRIPE_API_BASE", flag: "--stripe-api-base", help: "Stripe API base URL (default https://api.stripe.com)", parse: (s) => s.replace(/\/+$/, "") },
 ];
 
 export const DEFAULT_RETRY_SCHEDULE = "5m,15m,1h,3h,6h,12h,24h,24h,24h";
@@ -119,6 +138,8 @@ function defaults(): Omit<Config, "publicUrl"> & { publicUrl?: string } {
     allowPrivateWebhooks: false,
     campaignBatchSize: 1000,
     webhookRetryScheduleMs: list(DEFAULT_WEBHOOK_RETRY_SCHEDULE).map(parseDuration),
+    mtaSts: true,
+    mtaStsPort: 443,
     analyticsRollups: true,
   };
 }

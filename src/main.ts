@@ -7,6 +7,7 @@ import { migrate } from "./db/migrate";
 import { createContext, startService } from "./server";
 import { VERSION } from "./version";
 import { checkWorkerBuild } from "./mail/builder";
+import { configWarnings } from "./mail/deliverability";
 import { createUser } from "./modules/users/service";
 import { createProject, viewProject } from "./modules/projects/service";
 
@@ -18,6 +19,9 @@ Usage:
   mailsvc backup <file>              write a consistent copy of the database (safe while serving)
   mailsvc user create --email E --password P [--project NAME]
                                      create a user (and a project with its keys); prints JSON
+  mailsvc doctor [--probe-domain D] [--json]
+                                     check DNS (A/AAAA, PTR, SPF, every domain's records), outbound port 25
+                                     or the relay, the public URL; prints fixes; exit 1 on a failure
   mailsvc selfcheck                  build a test message in the message-building worker; exit 1 if it cannot
   mailsvc --version | --help
 
@@ -33,6 +37,7 @@ function fail(msg: string, code = 1): never {
 async function serve(config: Config) {
   const svc = await startService(config);
   svc.ctx.log.info("mailsvc listening", { url: `http://${config.host}:${svc.port}`, db: resolve(config.db), version: VERSION });
+  for (const w of configWarnings(svc.ctx.config)) svc.ctx.log.warn(`WARNING: ${w.message}`, { code: w.code, fix: w.fix });
   svc.ctx.log.flush();
   let shuttingDown = false;
   const shutdown = async (signal: string) => {
@@ -110,6 +115,12 @@ async function main() {
     }
     case "backup":
       return backup(config, positional[1]);
+    case "doctor": {
+      const { runDoctor, formatChecks } = await import("./doctor");
+      const checks = await runDoctor(config, { probeDomain: flags["--probe-domain"], timeoutMs: flags["--timeout"] ? Number(flags["--timeout"]) : undefined });
+      process.stdout.write(flags["--json"] ? JSON.stringify({ checks }, null, 2) + "\n" : formatChecks(checks));
+      process.exit(checks.some((c) => c.status === "fail") ? 1 : 0);
+    }
     case "selfcheck": {
       const errors: string[] = [];
       const log = { info() {}, warn: (m: string) => errors.push(m), error: (m: string, f?: Record<string, unknown>) => errors.push(`${m} ${JSON.stringify(f ?? {})}`), line() {}, json() {}, flush() {}, close() {} };

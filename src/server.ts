@@ -5,6 +5,8 @@ import type { Config } from "./config";
 import { emptyHooks, type AppContext } from "./context";
 import { openStore } from "./db";
 import { migrate } from "./db/migrate";
+import { checkDeclaredLength, needsKeyBeforeBody, parseBody, rejectedBodies } from "./http/body";
+import { invalidApiKey } from "./http/errors";
 import { corsPlugin } from "./http/cors";
 import { errorPlugin, malformedBodies } from "./http/error-plugin";
 import { clearUnfinishedKeys, purgeExpiredKeys } from "./http/idempotency";
@@ -32,8 +34,11 @@ export interface StartOptions {
   jobPollMs?: number;
 }
 
-/** The request body cap: a 40 MB message with base64 attachments is ~54 MB of JSON. */
-export const MAX_BODY_BYTES = 60 * 1024 * 1024;
+/**
+ * Bun's own request body cap, above the largest per-route limit (src/http/body.ts: /v1/send, 60 MB),
+ * so that every route's limit is answered by us, in the envelope.
+ */
+export const MAX_BODY_BYTES = 64 * 1024 * 1024;
 
 function loadJwtSecret(store: ReturnType<typeof openStore>, configured?: string): string {
   if (configured) return configured;
@@ -79,20 +84,27 @@ export function buildApp(ctx: AppContext) {
   let app = new Elysia({ serve: { maxRequestBodySize: MAX_BODY_BYTES } })
     .use(errorPlugin(ctx.log))
     .use(corsPlugin())
-    .onParse(async ({ request, contentType }) => {
-      // JSON, and a body sent without a content type (curl -d), is parsed here. A malformed body is
-      // remembered instead of failing at once, so authentication still answers first (a request
-      // without a valid key is 401 whatever its body); the error plugin turns the body validation
-      // failure that follows into 400.
-      if (contentType && !contentType.startsWith("application/json")) return;
-      const text = await request.text();
-      if (!text) return;
-      try {
-        return JSON.parse(text);
-      } catch {
-        malformedBodies.add(request);
-        return {};
+    .onRequest(async ({ request }) => {
+      if (request.method === "GET" || request.method === "HEAD") return;
+      // Over the route's limit by its own declaration: 413 before a byte of the body is read.
+      checkDeclaredLength(request);
+      if (needsKeyBeforeBody(request)) {
+        const key = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.get("authorization") ?? "")?.[1];
+        const found = key ? await ctx.keys.resolve(key) : null;
+        if (!found || found.kind !== "secret") throw invalidApiKey("A valid secret key is required (checked before a large body is read)");
       }
+    })
+    .onParse(({ request, contentType }) =>
+      // Every body is read through a byte limit per route (src/http/body.ts); JSON is refused when it
+      // nests too deep before it is parsed. A malformed or too-deep body is remembered instead of
+      // failing at once, so authentication still answers first (a request without a valid key is
+      // 401 whatever its body); the auth macro or the error plugin then answers 400 / 422.
+      parseBody(request, contentType, (r) => malformedBodies.add(r)),
+    )
+    .onBeforeHandle({ as: "global" }, ({ request }) => {
+      // Routes without authentication whose schema accepted the empty stand-in body.
+      const rejected = rejectedBodies.get(request);
+      if (rejected) throw rejected;
     });
   const http = ctx.metrics.http;
   app = app

@@ -97,6 +97,22 @@ export function applyDataRules(existing: Data, incoming: Data | undefined | null
 export const MAX_DATA_KEY_LENGTH = 128;
 /** Serialized size cap of the `data` of one request. */
 export const MAX_DATA_BYTES = 64 * 1024;
+/** Top-level keys in the `data` of one request. */
+export const MAX_DATA_KEYS = 256;
+/** Nesting of objects/arrays inside `data` (far below SQLite's JSON depth limit of 1000). */
+export const MAX_DATA_DEPTH = 16;
+
+/** True when `v` nests objects/arrays deeper than `max` (iterative: never overflows the stack). */
+export function nestsDeeperThan(v: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[v, 0]];
+  while (stack.length) {
+    const [x, d] = stack.pop()!;
+    if (x === null || typeof x !== "object") continue;
+    if (d + 1 > max) return true;
+    for (const child of Array.isArray(x) ? x : Object.values(x)) if (child !== null && typeof child === "object") stack.push([child, d + 1]);
+  }
+  return false;
+}
 const BAD_KEY = /["\\\u0000-\u001f\u007f]/;
 
 /** A key usable as a field name and inside a JSON path (`$."key"`). */
@@ -108,7 +124,14 @@ export function isValidDataKey(k: string): boolean {
 export function dataErrors(incoming: Data | undefined | null, field = "data"): FieldError[] {
   if (!incoming) return [];
   const errors: FieldError[] = [];
-  for (const k of Object.keys(incoming)) {
+  const keys = Object.keys(incoming);
+  if (keys.length > MAX_DATA_KEYS) {
+    return [{ field, message: `data may have at most ${MAX_DATA_KEYS} keys per request`, code: "too_big", received: keys.length }];
+  }
+  if (nestsDeeperThan(incoming, MAX_DATA_DEPTH)) {
+    return [{ field, message: `data may nest objects and arrays at most ${MAX_DATA_DEPTH} levels deep`, code: "too_deep" }];
+  }
+  for (const k of keys) {
     if (RESERVED_DATA_KEYS.has(k) || isValidDataKey(k)) continue;
     errors.push({
       field: `${field}.${k}`,

@@ -117,7 +117,7 @@ export class TrackBatcher {
       if (done.length) this.ctx.feed.wake();
       if (done.length && this.ctx.hooks.contactsChanged.length) {
         // Tracked segments follow the written contacts after the commit, one pass per project and batch.
-        const n = contactsChangedMany(this.ctx, done.map(([p, r]) => ({ projectId: p.input.projectId, contactId: r.contactId }))).finally(() =>
+        const n = contactsChangedMany(this.ctx, done.map(([p, r]) => ({ projectId: p.input.projectId, contactId: r.contactId })), { defer: true }).finally(() =>
           this.notifying.delete(n),
         );
         this.notifying.add(n);

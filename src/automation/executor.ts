@@ -169,12 +169,36 @@ async function afterCommit(ctx: AppContext, fx: Effects) {
 
 const parse = (s: string | null) => (s ? JSON.parse(s) : null);
 
+/** Request rate above which the engine yields most of the time to the API (its due work stays durable in the queue). */
+const BUSY_API_RPS = 50;
+const apiSeen = new WeakMap<AppContext, { total: number; at: number; busy: boolean }>();
+
+/** Whether the API answered more than BUSY_API_RPS requests per second lately (re-measured every 250 ms). */
+function apiBusy(ctx: AppContext): boolean {
+  const now = performance.now();
+  const total = ctx.metrics.http.total;
+  const s = apiSeen.get(ctx);
+  if (!s) {
+    apiSeen.set(ctx, { total, at: now, busy: false });
+    return false;
+  }
+  if (now - s.at >= 250) {
+    s.busy = ((total - s.total) * 1000) / (now - s.at) > BUSY_API_RPS;
+    s.total = total;
+    s.at = now;
+  }
+  return s.busy;
+}
+
 /** The job handler: one turn of one execution, then (when more are due) a batch of others. */
 export async function runStepJob(ctx: AppContext, job: JobRunContext<StepJobPayload>): Promise<unknown> {
   const p = job.payload;
   let result: unknown;
+  const started = performance.now();
   try {
     result = await advance(ctx, p);
+    // While the API is busy, each turn is followed by a pause so the engine takes at most ~30% of the time.
+    if (apiBusy(ctx)) await Bun.sleep(Math.min(50, (performance.now() - started) * 2.5));
   } catch (e) {
     if (job.attempt < MAX_JOB_ATTEMPTS) throw e;
     // The last attempt: the execution fails visibly instead of staying RUNNING forever.
@@ -191,9 +215,6 @@ export async function runStepJob(ctx: AppContext, job: JobRunContext<StepJobPayl
   if (batching.has(ctx)) return result;
   batching.add(ctx);
   let batched = 0;
-  const http = ctx.metrics.http;
-  let seen = http.total;
-  let since = performance.now();
   try {
     while (batched < MAX_BATCHED_PER_RUN) {
       let n: number;
@@ -207,12 +228,7 @@ export async function runStepJob(ctx: AppContext, job: JobRunContext<StepJobPayl
       }
       if (!n) break;
       batched += n;
-      // While the API is busy the engine takes at most ~30% of the time; the due work stays durable in the queue.
-      const now = performance.now();
-      const rate = ((http.total - seen) * 1000) / Math.max(1, now - since);
-      seen = http.total;
-      since = now;
-      if (rate > BUSY_API_RPS) await Bun.sleep(Math.min(50, (now - t0) * 2.5));
+      if (apiBusy(ctx)) await Bun.sleep(Math.min(50, (performance.now() - t0) * 2.5));
       else await new Promise((r) => setImmediate(r));
     }
   } finally {
@@ -223,11 +239,10 @@ export async function runStepJob(ctx: AppContext, job: JobRunContext<StepJobPayl
 
 /** Due step jobs looked at per transaction, and the time one batch may hold the database. */
 const BATCH = 200;
-const BATCH_BUDGET_MS = 10;
+const BATCH_BUDGET_MS = 20;
 const batching = new WeakSet<AppContext>();
+const batchSize = new WeakMap<AppContext, number>();
 const MAX_BATCHED_PER_RUN = 5000;
-/** Request rate above which batches yield most of the time to the API. */
-const BUSY_API_RPS = 200;
 
 /**
  * Runs due, waiting step jobs inside ONE transaction that also marks them completed (a crash rolls
@@ -240,7 +255,8 @@ async function advanceBatch(ctx: AppContext): Promise<number> {
   const n = await ctx.db.transaction().execute(async (trx) => {
     const now = ctx.clock.now();
     const t0 = performance.now();
-    const rows = await dueStepJobs(trx, STEP_JOB, now, BATCH);
+    // Fetch about as many as fit in the time budget (what the last batch managed, a bit more).
+    const rows = await dueStepJobs(trx, STEP_JOB, now, batchSize.get(ctx) ?? 20);
     if (!rows.length) return 0;
     const payloads = rows.map((r) => JSON.parse(r.payload) as StepJobPayload);
     await preloadContacts(trx, payloads.map((p) => p.executionId), fx.memo);
@@ -250,6 +266,7 @@ async function advanceBatch(ctx: AppContext): Promise<number> {
       if (await advanceInTrx(ctx, trx, payloads[i]!, now, fx)) done.push(rows[i]!.id);
     }
     await completeJobs(trx, done, now);
+    batchSize.set(ctx, done.length === rows.length ? Math.min(BATCH, rows.length * 2) : Math.max(5, done.length + 5));
     return done.length;
   });
   await afterCommit(ctx, fx);

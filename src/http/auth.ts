@@ -1,6 +1,7 @@
 import { jwt } from "@elysiajs/jwt";
 import { Elysia } from "elysia";
 import type { AppContext } from "../context";
+import { rejectedBodies } from "./body";
 import { malformedBodies } from "./error-plugin";
 import { AppError, badRequest, forbidden, invalidApiKey, unauthorized } from "./errors";
 
@@ -67,6 +68,8 @@ function build(ctx: AppContext) {
           const auth = await authenticate(ctx, mode, request, sessionToken(request), jwt);
           authenticated.set(request, auth);
           if (malformedBodies.has(request)) throw badRequest("Malformed request body: expected valid JSON");
+          const rejected = rejectedBodies.get(request);
+          if (rejected) throw rejected;
           if (auth.projectId) applyRateLimit(ctx, auth.projectId, set.headers as Record<string, string>);
         },
         resolve({ request }) {

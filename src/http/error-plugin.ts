@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import { rejectedBodies } from "./body";
 import type { Logger } from "./logger";
 import { AppError, BareError, errorEnvelope, fieldErrorsFromTypeBox } from "./errors";
 
@@ -21,7 +22,26 @@ export const malformedBodies = new WeakSet<Request>();
  */
 export function errorPlugin(log: Logger) {
   return new Elysia({ name: "mailsvc-errors" })
-    .onError({ as: "global" }, ({ code, error, set, request }) => {
+    .onError({ as: "global" }, (c) => {
+      // Whatever goes wrong while mapping (a validator error whose details overflow the stack, an
+      // unexpected value), the client still gets the envelope: the mapper itself never throws.
+      try {
+        return mapError(c);
+      } catch (err) {
+        try {
+          log.error("error mapper failed", { error: String((err as Error)?.stack ?? err).slice(0, 2000) });
+        } catch {}
+        const status = c.code === "VALIDATION" ? 422 : 500;
+        const code = status === 422 ? "VALIDATION_ERROR" : "INTERNAL_SERVER_ERROR";
+        const requestId = crypto.randomUUID();
+        c.set.status = status;
+        return jsonResponse(status, errorEnvelope(status, code, status === 422 ? "Request validation failed" : "An unexpected error occurred", requestId), {
+          "x-request-id": requestId,
+        });
+      }
+    });
+
+  function mapError({ code, error, set, request }: { code: unknown; error: unknown; set: { status?: unknown; headers?: Record<string, unknown> }; request: Request }) {
       const json = (status: number, body: unknown, headers: Record<string, string> = {}) => {
         set.status = status;
         return jsonResponse(status, body, headers);
@@ -32,6 +52,8 @@ export function errorPlugin(log: Logger) {
         if (typeof v === "string" && /^(ratelimit-|access-control-)/i.test(k)) headers[k] = v;
       }
 
+      // Elysia wraps what a parse hook throws (our 413 / 400 for bodies) in a ParseError: unwrap ours.
+      if (code === "PARSE" && (error as { cause?: unknown })?.cause instanceof AppError) error = (error as { cause: AppError }).cause;
       if (error instanceof BareError) return json(error.status, { error: error.message }, headers);
       if (error instanceof AppError) {
         return json(error.status, errorEnvelope(error.status, error.code, error.message, requestId, error.extra), {
@@ -42,10 +64,14 @@ export function errorPlugin(log: Logger) {
       switch (code) {
         case "VALIDATION": {
           const v = error as any;
+          const rejected = v.type === "body" ? rejectedBodies.get(request) : undefined;
+          if (rejected) {
+            return json(rejected.status, errorEnvelope(rejected.status, rejected.code, rejected.message, requestId, rejected.extra), headers);
+          }
           if (v.type === "body" && malformedBodies.has(request)) {
             return json(400, errorEnvelope(400, "BAD_REQUEST", "Malformed request body: expected valid JSON", requestId), headers);
           }
-          const errors = fieldErrorsFromTypeBox(v.all ?? []);
+          const errors = validationFieldErrors(v);
           const where = v.type as string;
           if (where === "body") {
             return json(422, errorEnvelope(422, "VALIDATION_ERROR", "Request validation failed", requestId, { errors }), headers);
@@ -63,6 +89,16 @@ export function errorPlugin(log: Logger) {
         case "INVALID_COOKIE_SIGNATURE":
           return json(401, errorEnvelope(401, "UNAUTHORIZED", "Invalid session cookie", requestId), headers);
       }
+      // A validator (or parser) that recursed into a pathologically nested value: the input's fault.
+      if (error instanceof RangeError && /call stack/i.test(error.message)) {
+        return json(
+          422,
+          errorEnvelope(422, "VALIDATION_ERROR", "Request validation failed", requestId, {
+            errors: [{ field: "body", message: "Value nests too deeply", code: "too_deep" }],
+          }),
+          headers,
+        );
+      }
       const status = (error as any)?.status;
       if (typeof status === "number" && status === 413) {
         return json(413, errorEnvelope(413, "PAYLOAD_TOO_LARGE", "Request body too large", requestId), headers);
@@ -75,5 +111,17 @@ export function errorPlugin(log: Logger) {
         error: String((error as Error)?.stack ?? error),
       });
       return json(500, errorEnvelope(500, "INTERNAL_SERVER_ERROR", "An unexpected error occurred", requestId), headers);
-    });
+  }
+}
+
+/** Field errors of an Elysia validation error; a validator that fails while describing them gives one generic entry. */
+function validationFieldErrors(v: { all?: unknown; type?: string }) {
+  try {
+    const all = v.all;
+    const errors = fieldErrorsFromTypeBox(Array.isArray(all) ? all : []);
+    if (errors.length) return errors;
+  } catch {
+    // e.g. RangeError from a deeply nested value: fall through to the generic entry.
+  }
+  return [{ field: v.type === "body" ? "body" : String(v.type ?? "request"), message: "Invalid value", code: "invalid" }];
 }

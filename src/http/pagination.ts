@@ -1,4 +1,5 @@
 import { badRequest } from "./errors";
+import { MAX_PAGE, positiveIntParam } from "./params";
 
 /** Cursor lists: `{ data, cursor, hasMore, total }`; total only on the first page (0 later). */
 export interface CursorPage<T> {
@@ -78,18 +79,11 @@ export interface OffsetParams {
   offset: number;
 }
 
-function positiveInt(raw: unknown, name: string, def: number): number {
-  if (raw === undefined || raw === null || raw === "") return def;
-  const n = Number(raw);
-  if (!Number.isInteger(n)) throw badRequest(`${name} must be an integer`, { details: { [name]: raw } });
-  if (n < 1) throw badRequest(`${name} must be at least 1`, { details: { [name]: raw } });
-  return n;
-}
-
 /** Offset lists clamp pageSize to 1000 (segment members pass their own max of 100). */
 export function parseOffsetParams(query: { page?: unknown; pageSize?: unknown }, maxPageSize = 1000): OffsetParams {
-  const page = positiveInt(query.page, "page", 1);
-  const pageSize = Math.min(positiveInt(query.pageSize, "pageSize", 20), maxPageSize);
+  // Clamped: a page past MAX_PAGE is empty anyway, and the offset stays a safe integer for SQLite.
+  const page = positiveIntParam(query.page, "page", 1, MAX_PAGE);
+  const pageSize = positiveIntParam(query.pageSize, "pageSize", 20, maxPageSize);
   return { page, pageSize, offset: (page - 1) * pageSize };
 }
 

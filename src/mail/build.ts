@@ -27,7 +27,7 @@ export interface BuildPlan {
   /** Reserved variables added at build time (the signed subscription links). */
   extraVars: Record<string, string> | null;
   decoration: DecorationPlan | null;
-  dkim: { domain: string; selector: string; privateKeyPem: string } | null;
+  dkim: { domain: string; selector: string; privateKeyPem: string; ed25519?: { selector: string; privateKeyPem: string } | null } | null;
   /** Date header and DKIM t=, epoch ms. */
   now: number;
 }
@@ -100,7 +100,7 @@ function render(plan: BuildPlan, content: ContentRow, linkKeys: LinkKeys, links:
  * Renders and composes in one synchronous stretch: the rendered bodies (tens of KB of strings per
  * message) are garbage before the next await, so they never survive into the old generation.
  */
-function compose(plan: BuildPlan, content: ContentRow, linkKeys: LinkKeys, links: FreshLinks): RawMessage | Promise<RawMessage> {
+function compose(plan: BuildPlan, content: ContentRow, linkKeys: LinkKeys, links: FreshLinks): RawMessage {
   const r = render(plan, content, linkKeys, links);
   return composeMessage({
     messageId: plan.messageId,
@@ -118,13 +118,17 @@ function compose(plan: BuildPlan, content: ContentRow, linkKeys: LinkKeys, links
 
 export async function buildPlanned(plan: BuildPlan, content: ContentRow, linkKeys: LinkKeys, signer: Signer): Promise<BuiltMessage> {
   const links: FreshLinks = [];
-  const composing = compose(plan, content, linkKeys, links);
-  const msg = composing instanceof Promise ? await composing : composing;
+  const msg = compose(plan, content, linkKeys, links);
   const key = plan.dkim;
   if (!key) return { raw: toSmtpData(toWire(msg)), signed: false, signMs: 0, links };
   const t0 = performance.now();
   const prepared = prepareDkim(msg, { domain: key.domain, selector: key.selector, timeMs: plan.now });
-  const signature = await signer.sign(key.privateKeyPem, prepared.data);
+  let leading = dkimHeader(prepared, await signer.sign(key.privateKeyPem, prepared.data));
+  if (key.ed25519) {
+    // RFC 8463 dual signing: a receiver that knows Ed25519 checks that one, any other the RSA one.
+    const ed = prepareDkim(msg, { algorithm: "ed25519-sha256", domain: key.domain, selector: key.ed25519.selector, timeMs: plan.now });
+    leading = dkimHeader(ed, await signer.sign(key.ed25519.privateKeyPem, ed.data)) + leading;
+  }
   const signMs = performance.now() - t0;
-  return { raw: toSmtpData(toWire(msg, dkimHeader(prepared, signature))), signed: true, signMs, links };
+  return { raw: toSmtpData(toWire(msg, leading)), signed: true, signMs, links };
 }

@@ -1,12 +1,10 @@
-// MIME building. The common message (text + HTML alternatives, no attachments) is written
-// directly: MailComposer costs ~0.5 ms per 20 KB message, a third of the per-message budget of a
-// campaign. Messages with attachments go through nodemailer's MailComposer, which handles
-// multipart/mixed, related (inline cid: images) and filename encoding.
+// MIME building, one path for every message shape: text + HTML alternatives, wrapped in
+// multipart/mixed (and multipart/related for inline cid: images) when there are attachments. Written
+// directly (MailComposer costs ~0.5 ms per 20 KB message, a third of the per-message budget of a
+// campaign); nodemailer's mime-funcs encode headers and RFC 2231 filename parameters.
 import { randomBytes } from "node:crypto";
-import MailComposer from "nodemailer/lib/mail-composer";
 import * as mimeFuncs from "nodemailer/lib/mime-funcs";
 import { BodyWriter } from "./qp";
-import { crlfLineEnds } from "./smtp-data";
 
 export interface Address {
   name?: string | null;
@@ -102,29 +100,62 @@ export function composeAlternative(input: MessageInput): RawMessage {
   return { head: headBlock, body, headroom };
 }
 
-/** Messages with attachments: nodemailer's MailComposer. */
-export async function composeWithAttachments(input: MessageInput): Promise<RawMessage> {
-  const mc = new MailComposer({
-    from: formatAddress(input.from),
-    to: formatAddress(input.to),
-    replyTo: input.replyTo ?? undefined,
-    subject: input.subject,
-    html: input.html,
-    text: input.text,
-    messageId: `<${input.messageId}>`,
-    date: input.date,
-    headers: input.headers,
-    attachments: (input.attachments ?? []).map((a) => ({
-      filename: a.filename,
-      content: a.content,
-      encoding: "base64",
-      contentType: a.contentType,
-      ...(a.contentId ? { cid: a.contentId } : {}),
-      contentDisposition: a.disposition ?? (a.contentId ? "inline" : "attachment"),
-    })),
-  } as ConstructorParameters<typeof MailComposer>[0]);
-  const raw = await new Promise<Buffer>((resolve, reject) => mc.compile().build((err, msg) => (err ? reject(err) : resolve(msg))));
-  return splitRaw(crlfLineEnds(raw));
+/** A Content-Type / Content-Disposition value with RFC 2231-encoded parameters when needed, folded. */
+function structuredHeader(name: string, value: string, params: Record<string, string>): string {
+  const line = `${name}: ${mimeFuncs.buildHeaderValue({ value, params })}`;
+  return line.length > 76 ? mimeFuncs.foldLines(line, 76) : line;
+}
+
+/** base64 of the stored (already base64) content, normalised and wrapped at 76 columns. */
+function base64Lines(b64: string): string {
+  const clean = b64.replace(/[^A-Za-z0-9+/=]/g, "");
+  return clean.replace(/.{76}(?=.)/g, "$&\r\n") + "\r\n";
+}
+
+/**
+ * Messages with attachments, written by the same code as the rest (same header order, boundary
+ * style and quoted-printable bodies): multipart/mixed of the alternative part (inside
+ * multipart/related when inline cid: images are attached) and the attachments, base64.
+ */
+export function composeWithAttachments(input: MessageInput): RawMessage {
+  const id = randomBytes(12).toString("hex");
+  const mixed = `=_mailsvc_m_${id}`;
+  const related = `=_mailsvc_r_${id}`;
+  const alternative = `=_mailsvc_${id}`;
+  const all = input.attachments ?? [];
+  const inline = all.filter((a) => !!a.contentId && (a.disposition ?? "inline") === "inline");
+  const attached = all.filter((a) => !inline.includes(a));
+  const head = commonHeaders(input);
+  head.push(`Content-Type: multipart/mixed; boundary="${mixed}"`);
+  const headBlock = head.join("\r\n");
+  const w = new BodyWriter();
+  const part = (type: string) => `--${alternative}\r\nContent-Type: ${type}; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n`;
+  const filePart = (boundary: string, a: AttachmentInput, disposition: "inline" | "attachment") => {
+    const lines = [
+      `--${boundary}`,
+      structuredHeader("Content-Type", a.contentType || "application/octet-stream", { name: a.filename }),
+      "Content-Transfer-Encoding: base64",
+      structuredHeader("Content-Disposition", disposition, { filename: a.filename }),
+    ];
+    if (a.contentId) lines.push(`Content-ID: <${a.contentId.replace(/^<|>$/g, "")}>`);
+    w.ascii(lines.join("\r\n") + "\r\n\r\n").ascii(base64Lines(a.content));
+  };
+  w.ascii(`--${mixed}\r\n`);
+  if (inline.length) w.ascii(`Content-Type: multipart/related; type="multipart/alternative"; boundary="${related}"\r\n\r\n--${related}\r\n`);
+  w.ascii(`Content-Type: multipart/alternative; boundary="${alternative}"\r\n\r\n`)
+    .ascii(part("text/plain"))
+    .qp(input.text)
+    .ascii("\r\n" + part("text/html"))
+    .qp(input.html)
+    .ascii(`\r\n--${alternative}--\r\n`);
+  if (inline.length) {
+    for (const a of inline) filePart(related, a, "inline");
+    w.ascii(`--${related}--\r\n`);
+  }
+  for (const a of attached) filePart(mixed, a, a.disposition === "inline" ? "inline" : "attachment");
+  w.ascii(`--${mixed}--\r\n`);
+  const headroom = headBlock.length + DKIM_ROOM;
+  return { head: headBlock, body: w.finish(headroom), headroom };
 }
 
 export function splitRaw(raw: Buffer): RawMessage {
@@ -149,6 +180,6 @@ export function toWire(msg: RawMessage, leading = ""): Buffer {
   return out;
 }
 
-export function composeMessage(input: MessageInput): RawMessage | Promise<RawMessage> {
+export function composeMessage(input: MessageInput): RawMessage {
   return input.attachments && input.attachments.length ? composeWithAttachments(input) : composeAlternative(input);
 }

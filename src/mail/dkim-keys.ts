@@ -31,6 +31,23 @@ export function generateDkimKeyPair(): Promise<DkimKeyPair> {
   });
 }
 
+/** Ed25519 (RFC 8463): the p= tag is the raw 32-byte public key, base64 (not SPKI). */
+export function generateEd25519KeyPair(): Promise<DkimKeyPair> {
+  return new Promise((resolve, reject) => {
+    generateKeyPair(
+      "ed25519",
+      { publicKeyEncoding: { type: "spki", format: "der" }, privateKeyEncoding: { type: "pkcs8", format: "pem" } },
+      (err, publicKey, privateKey) => {
+        if (err) return reject(err);
+        const spki = publicKey as unknown as Buffer;
+        resolve({ privateKeyPem: privateKey as unknown as string, publicKeyB64: spki.subarray(spki.length - 32).toString("base64") });
+      },
+    );
+  });
+}
+
+export type DkimKeyType = "rsa" | "ed25519";
+
 /** A fresh selector: a new key never collides with a cached record of an old one. */
 export function newSelector(): string {
   return `mailsvc${randomBytes(4).toString("hex")}`;
@@ -40,8 +57,8 @@ export function dkimRecordName(selector: string, domain: string): string {
   return `${selector}._domainkey.${domain}`;
 }
 
-export function dkimTxtValue(publicKeyB64: string): string {
-  return `v=DKIM1; k=rsa; p=${publicKeyB64}`;
+export function dkimTxtValue(publicKeyB64: string, k: DkimKeyType = "rsa"): string {
+  return `v=DKIM1; k=${k}; p=${publicKeyB64}`;
 }
 
 /**
@@ -63,13 +80,14 @@ export function parseDkimTxt(value: string): Record<string, string> {
 }
 
 /** Whether a published TXT value carries exactly our public key (compared as key material, not text). */
-export function dkimTxtMatches(published: string, publicKeyB64: string): boolean {
+export function dkimTxtMatches(published: string, publicKeyB64: string, k: DkimKeyType = "rsa"): boolean {
   const tags = parseDkimTxt(published);
   if (tags.v !== undefined && tags.v.toUpperCase() !== "DKIM1") return false;
-  if (tags.k !== undefined && tags.k.toLowerCase() !== "rsa") return false;
+  if ((tags.k ?? "rsa").toLowerCase() !== k) return false;
   const p = tags.p;
   if (!p) return false;
   if (p === publicKeyB64) return true;
+  if (k === "ed25519") return false;
   try {
     const a = createPublicKey({ key: Buffer.from(p, "base64"), format: "der", type: "spki" }).export({ format: "der", type: "spki" });
     return Buffer.compare(a, Buffer.from(publicKeyB64, "base64")) === 0;

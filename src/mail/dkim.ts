@@ -1,4 +1,4 @@
-// DKIM (RFC 6376), rsa-sha256, relaxed/relaxed, over any raw RFC 5322 message.
+// DKIM (RFC 6376), rsa-sha256 or ed25519-sha256 (RFC 8463), relaxed/relaxed, over any raw RFC 5322 message.
 // Split in two so the expensive RSA operation can run elsewhere (see signer.ts):
 //   prepareDkim(message) -> the canonical data to sign + the header without its b= value
 //   dkimHeader(prepared, signature) -> the DKIM-Signature header line to put first (toWire)
@@ -26,7 +26,17 @@ export const SIGNED_HEADERS = [
   "feedback-id",
 ];
 
+/**
+ * Header fields listed once more in h= than they occur (RFC 6376 8.15 "oversigning"): a signed
+ * absent instance, so a From, To or Subject added on the way breaks the signature.
+ */
+export const OVERSIGNED_HEADERS = new Set(["from", "to", "subject", "date", "message-id", "reply-to"]);
+
+export type DkimAlgorithm = "rsa-sha256" | "ed25519-sha256";
+
 export interface DkimSigningParams {
+  /** Default rsa-sha256. */
+  algorithm?: DkimAlgorithm;
   domain: string;
   selector: string;
   /** Signature timestamp (t=), epoch ms. */
@@ -105,19 +115,38 @@ export function prepareDkim(msg: RawMessage, p: DkimSigningParams): PreparedDkim
   const canon: string[] = [];
   for (const n of SIGNED_HEADERS) {
     const f = last.get(n);
-    if (!f) continue;
-    names.push(n);
-    canon.push(relaxedHeader(n, f.value));
+    if (f) {
+      names.push(n);
+      canon.push(relaxedHeader(n, f.value));
+    }
+    // The extra h= entry matches no instance and contributes nothing to the signed data (RFC 6376 5.4.2).
+    if (OVERSIGNED_HEADERS.has(n)) names.push(n);
   }
   const bh = bodyHash(msg.body);
   const headerPrefix =
-    `DKIM-Signature: v=1; a=rsa-sha256; c=relaxed/relaxed; d=${p.domain}; q=dns/txt;\r\n` +
+    `DKIM-Signature: v=1; a=${p.algorithm ?? "rsa-sha256"}; c=relaxed/relaxed; d=${p.domain}; q=dns/txt;\r\n` +
     ` s=${p.selector}; t=${Math.floor(p.timeMs / 1000)};\r\n` +
-    ` h=${names.join(":")};\r\n` +
+    ` h=${foldList(names)};\r\n` +
     ` bh=${bh};\r\n` +
     ` b=`;
   const data = canon.join("\r\n") + "\r\n" + relaxedHeader("dkim-signature", headerPrefix.slice("DKIM-Signature:".length));
   return { headerPrefix, data };
+}
+
+/** h= folded so no header line passes 78 columns. */
+function foldList(names: string[]): string {
+  let out = "";
+  let line = 3;
+  for (let i = 0; i < names.length; i++) {
+    const piece = names[i]! + (i < names.length - 1 ? ":" : "");
+    if (line + piece.length > 72) {
+      out += "\r\n  ";
+      line = 2;
+    }
+    out += piece;
+    line += piece.length;
+  }
+  return out;
 }
 
 /** The complete DKIM-Signature header line (with its CRLF) carrying `signatureB64`. */

@@ -24,6 +24,7 @@ import {
   type EventRow,
   type OutcomeWrite,
 } from "./outbox-store";
+import { createMtaSts } from "./mta-sts";
 import { Dispatcher, parseRelayUrl, type DeliveryInfo } from "./pool";
 import { sharedSigner } from "./signer";
 import { secretOf } from "./tokens";
@@ -161,6 +162,7 @@ export class Outbox {
       mxPort: ctx.config.mxPort,
       relay,
       routes: new RouteCache(() => this.resolver, () => ctx.clock.now()),
+      mtaSts: relay || !ctx.config.mtaSts ? undefined : createMtaSts(ctx, () => this.resolver),
       log: ctx.log,
       maxConnectionsPerDestination: this.opts.maxConnectionsPerDestination,
       idleMs: this.opts.idleMs,

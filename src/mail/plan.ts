@@ -77,7 +77,7 @@ export async function planMessage(ctx: AppContext, row: ClaimedEmail, content: C
     varsJson: row.vars,
     extraVars: urls,
     decoration,
-    dkim: key ? { domain: key.domain, selector: key.selector, privateKeyPem: key.privateKeyPem } : null,
+    dkim: key ? { domain: key.domain, selector: key.selector, privateKeyPem: key.privateKeyPem, ed25519: key.ed25519 } : null,
     now: ctx.clock.now(),
   };
 }

@@ -5,6 +5,7 @@
 // message per connection (the one between the remote 250 and our commit).
 import type { Logger } from "../http/logger";
 import type { MxHost, RouteCache } from "./mx";
+import { mxMatches, type MtaSts } from "./mta-sts";
 import { SmtpClient, type SmtpTarget, type SmtpTimeouts } from "./smtp-client";
 import { deferred, type DeliveryResult } from "./smtp-result";
 
@@ -44,6 +45,8 @@ export interface DispatcherOptions {
   relay: RelayTarget | null;
   routes: RouteCache;
   log: Logger;
+  /** MTA-STS policies of destination domains (absent: opportunistic TLS everywhere). */
+  mtaSts?: MtaSts;
   maxConnectionsPerDestination?: number;
   idleMs?: number;
   maxMessagesPerConnection?: number;
@@ -83,6 +86,8 @@ class Destination {
     readonly key: string,
     public hosts: MxHost[] | null,
     private readonly d: Dispatcher,
+    /** MTA-STS: enforce (verified TLS only) or testing (report sessions without TLS) for this MX set. */
+    readonly sts: { mode: "enforce" | "testing"; domain: string } | null = null,
   ) {}
 
   add(del: Delivery) {
@@ -146,9 +151,15 @@ class Destination {
       }
       for (const addr of addresses) {
         const target: SmtpTarget = { ...base, host: addr, port: this.d.opts.mxPort, servername: h.name };
+        if (this.sts?.mode === "enforce") target.verifiedTls = { ca: this.d.opts.mtaSts?.trusted() };
         const r = await SmtpClient.open(target);
-        if (r.ok) return r;
-        last = r.result;
+        if (r.ok) {
+          if (this.sts?.mode === "testing" && !r.client.secure && this.d.reportOnce(`tls:${this.sts.domain}`)) {
+            this.d.opts.log.warn("mta-sts (testing): an enforce policy would have refused this session (no TLS)", { domain: this.sts.domain, mx: h.name });
+          }
+          return r;
+        }
+        last = this.sts?.mode === "enforce" ? deferred(`MTA-STS policy of ${this.sts.domain} (enforce) requires verified TLS to ${h.name}: ${r.result.reply}`, "tls", 0) : r.result;
         lastHost = h.name;
       }
     }
@@ -239,17 +250,48 @@ export class Dispatcher {
       await del.done(route.result, { host: null, secure: false, ms: 0 });
       return;
     }
-    const key = "mx:" + route.hosts.map((h) => h.name).sort().join(",");
-    this.destination(key, route.hosts).add(del);
+    let hosts = route.hosts;
+    let sts: Destination["sts"] = null;
+    const policy = this.opts.mtaSts ? await this.opts.mtaSts.policyFor(del.domain) : null;
+    if (policy && policy.mode !== "none") {
+      const allowed = hosts.filter((h) => mxMatches(h.name, policy.mx));
+      if (policy.mode === "enforce") {
+        if (!allowed.length) {
+          const reply = `MTA-STS policy of ${del.domain} (enforce): no MX host matches ${policy.mx.join(", ")}`;
+          await del.done(deferred(reply, "dns", 0), { host: null, secure: false, ms: 0 });
+          return;
+        }
+        hosts = allowed;
+      } else if (allowed.length < hosts.length && this.reportOnce(`mx:${del.domain}`)) {
+        this.opts.log.warn("mta-sts (testing): MX hosts outside the policy would be refused under enforce", {
+          domain: del.domain,
+          outside: hosts.filter((h) => !allowed.includes(h)).map((h) => h.name),
+        });
+      }
+      sts = { mode: policy.mode, domain: del.domain };
+    }
+    const key = (sts ? `sts-${sts.mode}:` : "mx:") + hosts.map((h) => h.name).sort().join(",");
+    this.destination(key, hosts, sts).add(del);
   }
 
-  private destination(key: string, hosts: MxHost[] | null): Destination {
+  private destination(key: string, hosts: MxHost[] | null, sts: Destination["sts"] = null): Destination {
     let dest = this.destinations.get(key);
     if (!dest) {
-      dest = new Destination(key, hosts, this);
+      dest = new Destination(key, hosts, this, sts);
       this.destinations.set(key, dest);
     } else if (hosts) dest.hosts = hosts;
     return dest;
+  }
+
+  private reported = new Map<string, number>();
+  /** MTA-STS testing-mode reports: at most one per domain and kind per hour. */
+  reportOnce(key: string): boolean {
+    const now = Date.now();
+    const last = this.reported.get(key);
+    if (last !== undefined && now - last < 3_600_000) return false;
+    if (this.reported.size > 10_000) this.reported.clear();
+    this.reported.set(key, now);
+    return true;
   }
 
   forget(dest: Destination): void {

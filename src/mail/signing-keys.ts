@@ -2,13 +2,25 @@
 // in one process). The domains module drops entries when a domain changes (forgetSigningKeys).
 import type { KeyObject } from "node:crypto";
 import type { AppContext } from "../context";
-import { forgetPrivateKey, privateKeyObject } from "./dkim-keys";
+import { dkimRecordName, forgetPrivateKey, privateKeyObject } from "./dkim-keys";
 
 export interface SigningKey {
   domain: string;
   selector: string;
   privateKey: KeyObject;
   privateKeyPem: string;
+  /** The domain's Ed25519 key (RFC 8463 dual signing), once its record is seen published. */
+  ed25519: { selector: string; privateKeyPem: string } | null;
+}
+
+/** Whether the stored records show the TXT record at `name` VERIFIED. */
+function recordVerified(recordsJson: string, name: string): boolean {
+  try {
+    const recs = JSON.parse(recordsJson) as { name?: string; status?: string }[];
+    return Array.isArray(recs) && recs.some((r) => r.name === name && r.status === "VERIFIED");
+  } catch {
+    return false;
+  }
 }
 
 /** `${projectId}|${domain}` -> signing key (null: no such domain). */
@@ -27,12 +39,21 @@ export async function getSigningKey(ctx: AppContext, projectId: string, domain: 
   if (c.has(key)) return c.get(key)!;
   const row = await ctx.db
     .selectFrom("domains")
-    .select(["domain", "dkim_selector", "dkim_private_key"])
+    .select(["domain", "dkim_selector", "dkim_private_key", "dkim_ed25519_selector", "dkim_ed25519_private_key", "records"])
     .where("project_id", "=", projectId)
     .where("domain", "=", d)
     .executeTakeFirst();
   const value = row
-    ? { domain: row.domain, selector: row.dkim_selector, privateKey: privateKeyObject(row.dkim_private_key), privateKeyPem: row.dkim_private_key }
+    ? {
+        domain: row.domain,
+        selector: row.dkim_selector,
+        privateKey: privateKeyObject(row.dkim_private_key),
+        privateKeyPem: row.dkim_private_key,
+        ed25519:
+          row.dkim_ed25519_selector && row.dkim_ed25519_private_key && recordVerified(row.records, dkimRecordName(row.dkim_ed25519_selector, row.domain))
+            ? { selector: row.dkim_ed25519_selector, privateKeyPem: row.dkim_ed25519_private_key }
+            : null,
+      }
     : null;
   c.set(key, value);
   return value;

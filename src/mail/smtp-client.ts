@@ -15,6 +15,12 @@ export interface SmtpTarget {
   auth?: { user: string; pass: string };
   /** Our EHLO name. */
   clientName: string;
+  /**
+   * MTA-STS enforce: STARTTLS is mandatory and the certificate must be valid for `servername`
+   * (chaining to the system CAs, or to `ca` when given). Otherwise TLS is opportunistic.
+   */
+  verifiedTls?: { ca?: string[] };
+
   timeouts?: Partial<SmtpTimeouts>;
 }
 
@@ -57,9 +63,13 @@ export class SmtpClient {
       secure: !!target.secure,
       name: target.clientName,
       servername: target.servername && !isIp(target.servername) ? target.servername : undefined,
-      opportunisticTLS: true,
-      // Opportunistic TLS as MTAs do it: encrypt whenever offered, without refusing self-signed or mismatched certificates.
-      tls: { rejectUnauthorized: false },
+      opportunisticTLS: !target.verifiedTls,
+      requireTLS: !!target.verifiedTls,
+      // Opportunistic TLS as MTAs do it: encrypt whenever offered, without refusing self-signed or
+      // mismatched certificates; under an MTA-STS enforce policy, only a verified certificate.
+      tls: target.verifiedTls
+        ? { rejectUnauthorized: true, servername: target.servername, ...(target.verifiedTls.ca ? { ca: target.verifiedTls.ca } : {}) }
+        : { rejectUnauthorized: false },
       connectionTimeout: t.connectMs,
       greetingTimeout: t.greetingMs,
       socketTimeout: t.socketMs,

@@ -1,4 +1,5 @@
 import { activityModule } from "./activity";
+import { billingModule } from "./billing";
 import { campaignsModule } from "./campaigns";
 import { audienceCountModule } from "./audience-count";
 import { analyticsModule } from "./analytics";
@@ -14,6 +15,7 @@ import { sendModule } from "./send";
 import { systemRoutes } from "./system/routes";
 import { templatesModule } from "./templates";
 import { trackingModule } from "./tracking";
+import { uploadsModule } from "./uploads";
 import { userRoutes } from "./users/routes";
 import { verifyModule } from "./verify";
 import { workflowsModule } from "./workflows";
@@ -25,10 +27,11 @@ export const MODULES: ModuleDef[] = [
   { name: "users", routes: userRoutes },
   { name: "projects", routes: projectRoutes },
   contactsModule,
+  // Before events: stopping runs in reverse, so tracks drained by the events module are re-evaluated here.
+  segmentsModule,
   eventsModule,
   domainsModule,
   templatesModule,
-  segmentsModule,
   verifyModule,
   sendModule,
   campaignsModule,
@@ -40,4 +43,6 @@ export const MODULES: ModuleDef[] = [
   workflowsModule,
   audienceCountModule,
   webModule,
+  billingModule,
+  uploadsModule,
 ];

@@ -25,6 +25,8 @@ beforeAll(async () => {
   srv = await startServer({ config: { dnsServers: [dns.server], mxPort: sink.port } });
   acc = await createAccount(srv.api, "BB tracking");
   await addVerifiedDomain(srv.api, dns, acc, "track.bb.example");
+  // New projects default to MARKETING_ONLY (decisions.md); these tests track transactional mail.
+  expect((await setTracking("ENABLED")).status).toBe(200);
 });
 afterAll(async () => {
   await srv?.close();
@@ -70,7 +72,7 @@ const eventNames = async (contactId: string) => {
 };
 const setTracking = (tracking: string) => srv.api(`/users/@me/projects/${acc.projectId}`, { method: "PATCH", cookie: acc.cookie, body: { tracking } });
 
-describe("open and click tracking (default ENABLED)", () => {
+describe("open and click tracking (ENABLED)", () => {
   test("links are rewritten to our public URL and redirect to the original; the click is recorded", async () => {
     const { id, html } = await sendAndReceive(`<p><a href="${LANDING}">Offer</a></p>`);
     const link = hrefs(html).find(ours);
@@ -129,6 +131,7 @@ describe("open and click tracking (default ENABLED)", () => {
   test("a click link cannot be re-pointed at another project's URL (token of one, link part of the other)", async () => {
     const other = await newProject(srv.api, acc, "Tracking other");
     await addVerifiedDomain(srv.api, dns, other, "track-other.bb.example");
+    expectOk(await srv.api(`/users/@me/projects/${other.projectId}`, { method: "PATCH", cookie: acc.cookie, body: { tracking: "ENABLED" } }));
     const mine = hrefs((await sendAndReceive(`<a href="${LANDING}">x</a>`)).html).find(ours)!;
     const to = rcpt();
     expectOk(

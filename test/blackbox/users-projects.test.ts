@@ -139,7 +139,7 @@ describe("projects", () => {
     expect(res.body.secret).toMatch(/^sk_/);
     expect(res.body.disabled).toBe(false);
     expect(res.body.disabledReason).toBeNull();
-    expect(res.body.tracking).toBe("ENABLED");
+    expect(res.body.tracking).toBe("MARKETING_ONLY");
     expect(isIsoDate(res.body.createdAt)).toBe(true);
     expect(isIsoDate(res.body.updatedAt)).toBe(true);
 

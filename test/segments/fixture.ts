@@ -9,6 +9,7 @@ import type { DB } from "../../src/db";
 import { compileCondition, evaluateInMemory, type CompileContext, type ConditionTree, type MemContact, type MemEvent, type SegmentDef } from "../../src/audience/conditions";
 
 export const PROJECT = "p1";
+const NONE: ReadonlySet<string> = new Set();
 export const OTHER = "p2";
 
 export interface Seed {
@@ -24,6 +25,7 @@ export class Audience {
   private eventsBy = new Map<string, MemEvent[]>();
   private membersBy = new Map<string, Set<string>>();
   readonly segments: Map<string, SegmentDef>;
+  private own: Seed["contacts"] | null = null;
 
   constructor(readonly seed: Seed) {
     this.sqlite = new Database(":memory:", { strict: true });
@@ -66,15 +68,15 @@ export class Audience {
 
   /** Ids of PROJECT's contacts selected by the in-memory evaluator. */
   memIds(tree: ConditionTree, ctx: { now: number; facts?: CompileContext["facts"]; mode?: "segment" | "workflow" }): string[] {
-    return this.seed.contacts
-      .filter((c) => (c.projectId ?? PROJECT) === PROJECT)
+    this.own ??= this.seed.contacts.filter((c) => (c.projectId ?? PROJECT) === PROJECT);
+    return this.own
       .filter((c) =>
         evaluateInMemory(tree, c, {
           now: ctx.now,
           facts: ctx.facts,
           mode: ctx.mode,
           events: this.eventsBy.get(c.id) ?? [],
-          memberships: this.membersBy.get(c.id) ?? new Set(),
+          memberships: this.membersBy.get(c.id) ?? NONE,
           segments: this.segments,
         }),
       )

@@ -2,7 +2,7 @@
 // members lists, STATIC members, compute/refresh with entry/exit events, automatic movement of
 // tracked segments after contact writes, the sweep, usage and tenant isolation.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { track } from "../audience/helpers";
+import { track, uploadCsv } from "../audience/helpers";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
 
 let srv: TestServer;
@@ -84,6 +84,19 @@ describe("CRUD", () => {
     expect(d.status).toBe(200);
     expect((await srv.api(`/segments/${r.body.id}`, { key: acc.secretKey })).status).toBe(404);
     expect((await srv.api(`/segments/${r.body.id}`, { key: acc.secretKey, method: "DELETE" })).status).toBe(404);
+  });
+
+  test("DELETE is refused with 409 INVALID_STATE while a user registered on hooks.segmentInUse (campaigns) names one", async () => {
+    const acc = A;
+    const seg = (await create(acc, { name: "In use", type: "STATIC" })).body;
+    // The campaigns module registers this look-up; here a stand-in answers for this one segment.
+    srv.ctx.hooks.segmentInUse.push(async (_c, projectId, id) => (projectId === acc.projectId && id === seg.id ? "campaign \"Spring\" (SCHEDULED)" : null));
+    const r = await srv.api(`/segments/${seg.id}`, { key: acc.secretKey, method: "DELETE" });
+    expect(r.status).toBe(409);
+    expect(r.body.error.code).toBe("INVALID_STATE");
+    expect((await srv.api(`/segments/${seg.id}`, { key: acc.secretKey })).status).toBe(200);
+    srv.ctx.hooks.segmentInUse.pop();
+    expect((await srv.api(`/segments/${seg.id}`, { key: acc.secretKey, method: "DELETE" })).status).toBe(200);
   });
 
   test("slugs: lower-case hyphenated name, -2 and -3 on collision", async () => {
@@ -307,6 +320,24 @@ describe("tracked segments", () => {
     await srv.drainJobs();
     expect((await eventsNamed(acc, "segment.active.exit")).length).toBe(1);
     expect((await srv.api(`/segments/${seg.id}`, { key: acc.secretKey })).body.memberCount).toBe(0);
+  });
+});
+
+describe("tracked segments follow imports and bulk jobs", () => {
+  test("a CSV import and a bulk unsubscribe move contacts in and out", async () => {
+    const acc = D;
+    await create(acc, { name: "Imported VIPs", condition: { logic: "AND", groups: [{ filters: [{ field: "data.tier", operator: "equals", value: "vip" }, { field: "subscribed", operator: "equals", value: true }] }] }, trackMembership: true });
+    const up = await uploadCsv(srv.api, acc.secretKey, "email,tier\nv1@imp.io,vip\nv2@imp.io,vip\nn1@imp.io,basic\n");
+    expect(up.status).toBe(202);
+    await srv.drainJobs();
+    const entries = await eventually(() => eventsNamed(acc, "segment.imported-vips.entry"), (v) => v.length >= 2);
+    expect(entries.length).toBe(2);
+    const v1 = entries.find((e) => e.contactId)!.contactId;
+    const bulk = await srv.api("/contacts/bulk-unsubscribe", { key: acc.secretKey, body: { contactIds: [v1] } });
+    expect(bulk.status).toBe(202);
+    await srv.drainJobs();
+    const exits = await eventually(() => eventsNamed(acc, "segment.imported-vips.exit"), (v) => v.length >= 1);
+    expect(exits.map((e) => e.contactId)).toEqual([v1]);
   });
 });
 

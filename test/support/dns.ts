@@ -5,7 +5,7 @@ import { createSocket } from "node:dgram";
 
 const { Packet } = dns2 as any;
 
-export type RecordType = "A" | "AAAA" | "MX" | "TXT" | "CNAME";
+export type RecordType = "A" | "AAAA" | "MX" | "TXT" | "CNAME" | "PTR";
 export interface MxValue {
   exchange: string;
   priority: number;
@@ -18,7 +18,7 @@ export interface TestDns {
   port: number;
   set(name: string, type: "MX", values: MxValue[]): void;
   set(name: string, type: "TXT", values: (string | string[])[]): void;
-  set(name: string, type: "A" | "AAAA" | "CNAME", values: string[]): void;
+  set(name: string, type: "A" | "AAAA" | "CNAME" | "PTR", values: string[]): void;
   remove(name: string, type?: RecordType): void;
   /** Publishes a long TXT value split into 255-byte strings, as a real zone would. */
   setLongTxt(name: string, value: string): void;
@@ -28,7 +28,7 @@ export interface TestDns {
   close(): Promise<void>;
 }
 
-const TYPE_CODES: Record<RecordType, number> = { A: 1, AAAA: 28, MX: 15, TXT: 16, CNAME: 5 };
+const TYPE_CODES: Record<RecordType, number> = { A: 1, AAAA: 28, MX: 15, TXT: 16, CNAME: 5, PTR: 12 };
 const TYPE_NAMES = Object.fromEntries(Object.entries(TYPE_CODES).map(([k, v]) => [v, k])) as Record<number, RecordType>;
 
 async function freePort(): Promise<number> {
@@ -70,7 +70,7 @@ export async function startDns(): Promise<TestDns> {
         const base = { name: q.name, type: q.type, class: Packet.CLASS.IN, ttl: 0 };
         if (type === "MX") response.answers.push({ ...base, exchange: (v as MxValue).exchange, priority: (v as MxValue).priority });
         else if (type === "TXT") response.answers.push({ ...base, data: v });
-        else if (type === "CNAME") response.answers.push({ ...base, domain: v });
+        else if (type === "CNAME" || type === "PTR") response.answers.push({ ...base, domain: v });
         else response.answers.push({ ...base, address: v });
       }
       send(response);

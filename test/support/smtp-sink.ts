@@ -43,6 +43,8 @@ export interface SinkOptions {
   /** Implicit TLS from the first byte (smtps). */
   secure?: boolean;
   port?: number;
+  /** Certificate for STARTTLS/TLS instead of smtp-server's built-in self-signed one (PEM). */
+  tls?: { key: string; cert: string };
 }
 
 export async function startSmtpSink(opts: SinkOptions = {}): Promise<SmtpSink> {
@@ -78,6 +80,7 @@ export async function startSmtpSink(opts: SinkOptions = {}): Promise<SmtpSink> {
 
   const options: SMTPServerOptions = {
     secure: !!opts.secure,
+    ...(opts.tls ? { key: opts.tls.key, cert: opts.tls.cert } : {}),
     disabledCommands: [...(opts.auth ? [] : ["AUTH"]), ...(opts.starttls === false ? ["STARTTLS"] : [])],
     authOptional: !opts.auth,
     allowInsecureAuth: true,

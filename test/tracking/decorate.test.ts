@@ -114,7 +114,8 @@ describe("decorateMessage", () => {
     expect(hrefs(d.html).some((l) => l.includes("/unsubscribe/") || l.includes("/manage/"))).toBe(false);
   });
 
-  test("TRANSACTIONAL: no List-Unsubscribe, no footer (tracking still on by default)", async () => {
+  test("TRANSACTIONAL: no List-Unsubscribe, no footer (tracking ENABLED: links tracked)", async () => {
+    expect((await setTracking("ENABLED")).status).toBe(200);
     const d = await decorate("TRANSACTIONAL");
     expect(d.headers).toEqual({});
     expect(hrefs(d.html).some((l) => l.includes("/unsubscribe/"))).toBe(false);

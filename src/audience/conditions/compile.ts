@@ -24,6 +24,8 @@ export function uuidv7Floor(ms: number): string {
 
 interface State {
   ctx: CompileContext;
+  /** Inside a NOT: every predicate must be NULL-free (outside, NULL acts as false and lets a simpler, indexable form through). */
+  exact: boolean;
   /** Segment ids being expanded (cycle guard). */
   stack: string[];
 }
@@ -32,9 +34,9 @@ function not(f: Frag): Frag {
   return q`NOT (${f})`;
 }
 
-function dataFilter(key: string, op: string, value: unknown, unit: unknown, now: number): Frag {
+function dataFilter(key: string, op: string, value: unknown, unit: unknown, now: number, exact: boolean): Frag {
   const pos = positiveOf(op);
-  if (pos) return not(dataFilter(key, pos, value, unit, now));
+  if (pos) return not(dataFilter(key, pos, value, unit, now, true));
   const x = d.jsonValue(key);
   switch (op) {
     case "exists":
@@ -63,8 +65,13 @@ function dataFilter(key: string, op: string, value: unknown, unit: unknown, now:
     }
     case "date":
       return q`(${d.isText(key)} AND ${d.isDateText(x)} AND ${d.dateMs(x)}${cmp}${dateText(value as string)!})`;
-    default:
-      return q`(${d.isText(key)} AND ${x}${cmp}${String(value)})`;
+    default: {
+      const v = String(value);
+      // json_extract yields TEXT only for strings and (as JSON text) arrays/objects: a value that cannot be
+      // JSON text of an array/object equals only a string. This form matches an expression index.
+      if (op === "equals" && !exact && !/^\s*[[{]/.test(v)) return q`${x} = ${v}`;
+      return q`(${d.isText(key)} AND ${x}${cmp}${v})`;
+    }
   }
 }
 
@@ -120,7 +127,7 @@ function eventFilter(st: State, name: string, op: string, value: unknown, unit: 
   return FALSE;
 }
 
-function memberOf(st: State, id: string): Frag {
+function memberOf(st: State, id: string, negated: boolean): Frag {
   const seg = st.ctx.segments?.get(id);
   if (!seg || st.stack.includes(id)) return FALSE;
   if (seg.type === "STATIC") {
@@ -129,10 +136,13 @@ function memberOf(st: State, id: string): Frag {
   }
   if (!seg.condition) return FALSE;
   st.stack.push(id);
+  const exact = st.exact;
+  st.exact = exact || negated;
   try {
     return tree(st, seg.condition);
   } finally {
     st.stack.pop();
+    st.exact = exact;
   }
 }
 
@@ -152,12 +162,13 @@ function filter(st: State, f: ConditionFilter): Frag {
     case "updatedAt":
       return timeFilter("c.updated_at", f.operator, f.value, f.unit, now);
     case "data":
-      return dataFilter(ref.key, f.operator, f.value, f.unit, now);
+      return dataFilter(ref.key, f.operator, f.value, f.unit, now, st.exact);
     case "event":
       return eventFilter(st, ref.name, f.operator, f.value, f.unit);
     case "segment": {
-      const m = memberOf(st, ref.id);
-      return f.operator === "notMemberOfSegment" ? not(m) : m;
+      const negated = f.operator === "notMemberOfSegment";
+      const m = memberOf(st, ref.id, negated);
+      return negated ? not(m) : m;
     }
     case "fact": {
       const facts = st.ctx.facts?.[ref.source];
@@ -178,7 +189,7 @@ function tree(st: State, t: ConditionTree): Frag {
 
 /** The condition as a fragment (for composing with other SQL in this folder). */
 export function compileFrag(t: ConditionTree, ctx: CompileContext): Frag {
-  return tree({ ctx, stack: [] }, t);
+  return tree({ ctx, stack: [], exact: false }, t);
 }
 
 /** A boolean SQL expression over contacts aliased `c`, with its `?` parameters in order. */

@@ -4,7 +4,7 @@
  */
 import { parseField } from "./fields";
 import type { ConditionFilter, ConditionTree, Facts, SegmentDef } from "./types";
-import { factValue, instantOf, spanOf, testValue } from "./values";
+import { factValue, instantOf, prepareValue, spanOf, testPreparedValue, type PreparedValue } from "./values";
 
 export interface MemContact {
   id: string;
@@ -125,19 +125,25 @@ function memberOf(st: St, id: string): boolean {
   }
 }
 
-const parsed = new WeakMap<ConditionFilter, { mode: string; ref: ReturnType<typeof parseField> }>();
+/** Per filter, worked out once: what the field addresses and how the value compares. */
+interface Prepared {
+  mode: string;
+  ref: ReturnType<typeof parseField>;
+  value: PreparedValue;
+}
+const prepared = new WeakMap<ConditionFilter, Prepared>();
 
-function refOf(f: ConditionFilter, mode: "segment" | "workflow") {
-  const hit = parsed.get(f);
-  if (hit && hit.mode === mode) return hit.ref;
-  const ref = parseField(f.field, f.operator, mode);
-  parsed.set(f, { mode, ref });
-  return ref;
+function prep(f: ConditionFilter, mode: "segment" | "workflow"): Prepared {
+  const hit = prepared.get(f);
+  if (hit && hit.mode === mode) return hit;
+  const p = { mode, ref: parseField(f.field, f.operator, mode), value: prepareValue(f.operator, f.value, f.unit) };
+  prepared.set(f, p);
+  return p;
 }
 
 function filter(st: St, f: ConditionFilter): boolean {
   const mode = st.o.mode ?? (st.o.facts ? "workflow" : "segment");
-  const ref = refOf(f, mode);
+  const { ref, value: pv } = prep(f, mode);
   if (!ref) return false;
   const { c, o } = st;
   switch (ref.kind) {
@@ -150,14 +156,14 @@ function filter(st: St, f: ConditionFilter): boolean {
     case "updatedAt":
       return timeField(f.operator, c.updatedAt, f.value, f.unit, o.now);
     case "data":
-      return testValue(f.operator, Object.hasOwn(c.data, ref.key) ? c.data[ref.key] : undefined, f.value, f.unit, o.now);
+      return testPreparedValue(Object.hasOwn(c.data, ref.key) ? c.data[ref.key] : undefined, pv, o.now);
     case "event":
       return eventField(st, ref.name, f.operator, f.value, f.unit);
     case "segment":
       return f.operator === "notMemberOfSegment" ? !memberOf(st, ref.id) : memberOf(st, ref.id);
     case "fact": {
       const v = factValue(o.facts?.[ref.source], ref.key);
-      return testValue(f.operator, v, f.value, f.unit, o.now);
+      return testPreparedValue(v, pv, o.now);
     }
   }
 }

@@ -107,46 +107,79 @@ export function positiveOf(op: string): string | null {
   return null;
 }
 
-/**
- * Whether a stored value (undefined when the key is missing) passes a value operator. Negated
- * operators are exactly the negation of their positive operator.
- */
-export function testValue(op: string, stored: unknown, value: unknown, unit: unknown, now: number): boolean {
-  const pos = positiveOf(op);
-  if (pos) return !testValue(pos, stored, value, unit, now);
+/** What a filter's value compares as, worked out once per filter (evaluate.ts caches it). */
+export interface PreparedValue {
+  op: string;
+  /** The positive operator when `op` is a negated one. */
+  pos: string | null;
+  mode: ValueMode;
+  num: number | null;
+  date: number | null;
+  str: string;
+  span: number;
+  value: unknown;
+}
+
+export function prepareValue(op: string, value: unknown, unit: unknown): PreparedValue {
+  const mode = modeOf(value);
+  return {
+    op,
+    pos: positiveOf(op),
+    mode,
+    num: mode === "number" ? numberOf(value) : null,
+    date: mode === "date" ? dateText(value as string) : null,
+    str: String(value),
+    span: spanOf(value, unit),
+    value,
+  };
+}
+
+function testPrepared(op: string, stored: unknown, p: PreparedValue, now: number): boolean {
   if (stored === undefined || stored === null) return false;
   switch (op) {
     case "exists":
       return true;
     case "contains":
-      return typeof stored === "string" && stored.includes(String(value));
+      return typeof stored === "string" && stored.includes(p.str);
     case "startsWith":
-      return typeof stored === "string" && stored.startsWith(String(value));
+      return typeof stored === "string" && stored.startsWith(p.str);
     case "endsWith":
-      return typeof stored === "string" && stored.endsWith(String(value));
+      return typeof stored === "string" && stored.endsWith(p.str);
     case "within":
     case "olderThan": {
       const t = storedDate(stored);
       if (t === null) return false;
-      const span = spanOf(value, unit);
-      return op === "within" ? t >= now - span && t <= now + span : t < now - span;
+      return op === "within" ? t >= now - p.span && t <= now + p.span : t < now - p.span;
     }
   }
   // equals and the comparisons
-  switch (modeOf(value)) {
+  switch (p.mode) {
     case "boolean":
-      return op === "equals" && stored === value;
+      return op === "equals" && stored === p.value;
     case "number": {
       const n = storedNumber(stored);
-      return n !== null && compare(op, n, numberOf(value)!);
+      return n !== null && compare(op, n, p.num!);
     }
     case "date": {
       const t = storedDate(stored);
-      return t !== null && compare(op, t, dateText(value as string)!);
+      return t !== null && compare(op, t, p.date!);
     }
     default:
-      return typeof stored === "string" && compare(op, stored, String(value));
+      return typeof stored === "string" && compare(op, stored, p.str);
   }
+}
+
+/** testValue with the filter's side prepared once. */
+export function testPreparedValue(stored: unknown, p: PreparedValue, now: number): boolean {
+  return p.pos ? !testPrepared(p.pos, stored, p, now) : testPrepared(p.op, stored, p, now);
+}
+
+/**
+ * Whether a stored value (undefined when the key is missing) passes a value operator. Negated
+ * operators are exactly the negation of their positive operator.
+ */
+export function testValue(op: string, stored: unknown, value: unknown, unit: unknown, now: number): boolean {
+  return testPreparedValue(stored, prepareValue(op, value, unit), now);
 }
 
 /** A key of a facts object: the key itself, else a dotted path into nested objects. */

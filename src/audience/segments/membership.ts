@@ -15,6 +15,7 @@ import { compileFrag, fragToRaw, parseStoredCondition, resolveSegments, type Con
 import { q } from "../conditions/frag";
 import { newEventId, notifyEvents, type RecordedEvent } from "../events";
 import { segmentMemberFrag } from "./audience";
+import { reevaluateRaw } from "./membership-raw";
 
 export interface TrackedSegment {
   id: string;
@@ -113,7 +114,8 @@ export async function writeMembershipChanges(trx: Transaction<DB>, projectId: st
 /**
  * Re-evaluates written contacts against every tracked DYNAMIC segment of the project: one query for
  * all segments (a CASE column per segment), one for the stored rows, the diff and its events in the
- * same transaction, then the event feed is woken. Nothing at all when the project tracks no segment.
+ * same transaction (raw statements: the /v1/track hot path, see membership-raw.ts), then the event
+ * feed is woken. Nothing at all when the project tracks no segment.
  */
 export async function reevaluateContacts(ctx: AppContext, projectId: string, contactIds: readonly string[]): Promise<void> {
   const segs = await trackedSegments(ctx, projectId);
@@ -121,43 +123,8 @@ export async function reevaluateContacts(ctx: AppContext, projectId: string, con
   const events: RecordedEvent[] = [];
   for (let i = 0; i < contactIds.length; i += CHUNK) {
     const ids = contactIds.slice(i, i + CHUNK);
-    const recorded = await ctx.db.transaction().execute(async (trx) => {
-      const now = ctx.clock.now();
-      const segments = await resolveSegments(trx, projectId, segs.map((s) => s.tree));
-      let query = trx.selectFrom("contacts as c").select("c.id").where("c.project_id", "=", projectId).where("c.id", "in", ids as string[]);
-      segs.forEach((s, k) => {
-        const cond = compileFrag(s.tree, { projectId, now, segments, shape: "row" });
-        query = query.select(fragToRaw<number>(q`CASE WHEN ${cond} THEN 1 ELSE 0 END`).as(`m${k}`)) as typeof query;
-      });
-      const rows = (await query.execute()) as Array<Record<string, unknown> & { id: string }>;
-      const stored = await trx
-        .selectFrom("segment_members")
-        .select(["segment_id", "contact_id"])
-        .where("contact_id", "in", ids as string[])
-        .where("segment_id", "in", segs.map((s) => s.id))
-        .execute();
-      const storedSet = new Set(stored.map((r) => `${r.segment_id} ${r.contact_id}`));
-      const changes: Change[] = segs.map((s) => ({ segment: s, added: [], removed: [] }));
-      for (const row of rows) {
-        segs.forEach((s, k) => {
-          const match = Number(row[`m${k}`]) === 1;
-          const was = storedSet.has(`${s.id} ${row.id}`);
-          if (match && !was) changes[k]!.added.push(row.id);
-          else if (!match && was) changes[k]!.removed.push(row.id);
-        });
-      }
-      const real = changes.filter((c) => c.added.length || c.removed.length);
-      if (!real.length) return [];
-      const evs = await writeMembershipChanges(trx, projectId, now, real);
-      for (const c of real) {
-        await trx
-          .updateTable("segments")
-          .set({ member_count: sql`member_count + ${c.added.length - c.removed.length}` })
-          .where("id", "=", c.segment.id)
-          .execute();
-      }
-      return evs;
-    });
+    const segments = await resolveSegments(ctx.db, projectId, segs.map((s) => s.tree));
+    const recorded = await ctx.store.exclusive((sqlite) => sqlite.transaction(() => reevaluateRaw(sqlite, projectId, ctx.clock.now(), segs, segments, ids))());
     events.push(...recorded);
   }
   if (events.length) await notifyEvents(ctx, events);
@@ -246,3 +213,72 @@ export async function sweepSegments(ctx: AppContext): Promise<void> {
     }
   }
 }
+
+// ---- coalescing (the /v1/track hot path) -------------------------------------------------------------
+
+/** Coalescing window of deferred re-evaluations: one pass per project for every track batch in it. */
+export const DEFER_MS = 25;
+
+class Deferred {
+  private pending = new Map<string, Set<string>>();
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private running: Promise<void> | null = null;
+  constructor(private readonly ctx: AppContext) {}
+
+  add(projectId: string, ids: readonly string[]) {
+    let set = this.pending.get(projectId);
+    if (!set) this.pending.set(projectId, (set = new Set()));
+    for (const id of ids) set.add(id);
+    this.timer ??= setTimeout(() => void this.run(), DEFER_MS);
+  }
+
+  private run(): Promise<void> {
+    this.timer = null;
+    if (this.running) {
+      // One pass at a time; the next one starts when this one ends.
+      this.timer = setTimeout(() => void this.run(), DEFER_MS);
+      return this.running;
+    }
+    const work = this.pending;
+    this.pending = new Map();
+    this.running = (async () => {
+      for (const [projectId, ids] of work) {
+        try {
+          await reevaluateContacts(this.ctx, projectId, [...ids]);
+        } catch (e) {
+          this.ctx.log.error("tracked segment re-evaluation failed", { projectId, error: String((e as Error)?.stack ?? e) });
+        }
+      }
+    })().finally(() => {
+      this.running = null;
+    });
+    return this.running;
+  }
+
+  /** Runs what is pending now (module stop, tests). */
+  async flush(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    while (this.running || this.pending.size) {
+      if (this.running) await this.running;
+      else await this.run();
+    }
+  }
+}
+
+const deferred = new WeakMap<AppContext, Deferred>();
+
+function deferredOf(ctx: AppContext): Deferred {
+  let d = deferred.get(ctx);
+  if (!d) deferred.set(ctx, (d = new Deferred(ctx)));
+  return d;
+}
+
+/** The contactsChanged hook: at once, or coalesced over DEFER_MS when the writer asks (`defer`). */
+export async function onContactsChanged(ctx: AppContext, projectId: string, contactIds: readonly string[], opts?: { defer?: boolean }): Promise<void> {
+  if (!(await trackedSegments(ctx, projectId)).length) return;
+  if (opts?.defer) deferredOf(ctx).add(projectId, contactIds);
+  else await reevaluateContacts(ctx, projectId, contactIds);
+}
+
+export const flushDeferredReevaluations = (ctx: AppContext) => deferredOf(ctx).flush();

@@ -14,6 +14,14 @@ export interface DomainsTable {
   dkim_private_key: string;
   /** Base64 SPKI DER: the p= tag of the DKIM record. */
   dkim_public_key: string;
+  /** Optional Ed25519 key (RFC 8463): PKCS#8 PEM and base64 of the raw 32-byte public key. */
+  dkim_ed25519_selector: Generated<string | null>;
+  dkim_ed25519_private_key: Generated<string | null>;
+  dkim_ed25519_public_key: Generated<string | null>;
+  /** A rotation in progress: the next RSA key (promoted once its record verifies). */
+  dkim_next_selector: Generated<string | null>;
+  dkim_next_private_key: Generated<string | null>;
+  dkim_next_public_key: Generated<string | null>;
   /** JSON array of DnsRecord (see src/modules/domains/records.ts). */
   records: Generated<string>;
   verified_at: number | null;

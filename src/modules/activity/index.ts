@@ -47,7 +47,7 @@ export function activityRoutes(ctx: AppContext) {
       "/activity/recent-count",
       ({ auth, query }) => {
         const minutes = query.minutes === undefined ? 60 : Number(query.minutes);
-        if (!Number.isFinite(minutes) || minutes <= 0) throw badRequest("minutes must be a positive number");
+        if (!Number.isFinite(minutes) || minutes <= 0 || minutes > 5_256_000) throw badRequest("minutes must be a positive number of at most 10 years");
         return svc.recentCount(ctx, auth.projectId, svc.parseTime(query.since, "since"), minutes);
       },
       { auth: "secret", query: t.Object({ minutes: t.Optional(t.String()), since: t.Optional(t.String()) }) },

@@ -246,6 +246,8 @@ async function enqueueStart(ctx: AppContext, trx: q.Db, campaignId: string, proj
  */
 export async function beginSending(ctx: AppContext, trx: q.Db, c: CampaignRow, from: readonly CampaignStatus[]): Promise<CampaignRow | undefined> {
   const now = ctx.clock.now();
+  // Billing (issue "billing", not merged yet): charge the whole audience here, before any fan-out:
+  //   await consumeQuota(trx, ctx, c.project_id, "campaigns", await q.countAudience(trx, c.project_id, await audienceWhere(ctx, c, now)))
   const contentId = await insertContent(trx, now, {
     projectId: c.project_id,
     subject: c.subject,

@@ -1,3 +1,4 @@
+import { configWarnings } from "../../mail/deliverability";
 import type { ModuleDef } from "../module";
 import { domainRoutes } from "./routes";
 import { domainCounts, invalidateDomainCaches, verifyAllDomains } from "./service";
@@ -11,6 +12,8 @@ export const domainsModule: ModuleDef = {
       if (r.changed) ctx.log.info("domains re-checked", r);
     });
     ctx.hooks.setupState.push((c, projectId) => domainCounts(c, projectId));
+    // Installation problems that cost every message spam points (also logged by `serve` at start).
+    ctx.hooks.setupState.push(async (c) => ({ warnings: configWarnings(c.config) }));
     // A reset wipes project data but keeps its sender domains (their DNS records stay published);
     // deleting the project removes them with it (foreign key cascade). Either way, drop caches.
     ctx.hooks.resetProject.push(async (c, projectId) => invalidateDomainCaches(c, projectId));

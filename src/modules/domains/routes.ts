@@ -3,6 +3,7 @@ import type { AppContext } from "../../context";
 import { authPlugin } from "../../http/auth";
 import { invalidField } from "../../http/errors";
 import { assertProjectAccess } from "./access";
+import { dmarcSummary } from "./dmarc";
 import * as svc from "./service";
 
 const IdParams = t.Object({ id: t.String() });
@@ -23,9 +24,9 @@ export function domainRoutes(ctx: AppContext) {
         const projectId = body.projectId ?? (auth.projectId || undefined);
         if (!projectId) throw invalidField("projectId", "Required", "invalid_type", "undefined");
         await assertProjectAccess(ctx, auth, projectId);
-        const row = await svc.addDomain(ctx, projectId, body.domain);
+        const row = await svc.addDomain(ctx, projectId, body.domain, { ed25519: body.ed25519 });
         set.status = 201;
-        return svc.viewDomain(row);
+        return svc.viewDomain(row, ctx.config.hostname);
       },
       {
         auth: "optionalProject",
@@ -33,6 +34,8 @@ export function domainRoutes(ctx: AppContext) {
           // Optional with a secret key (the key names the project); required with a session.
           projectId: t.Optional(t.String({ minLength: 1 })),
           domain: t.String({ minLength: 1, maxLength: 255 }),
+          /** Also sign with an Ed25519 key (RFC 8463) once its record is published. */
+          ed25519: t.Optional(t.Boolean()),
         }),
       },
     )
@@ -40,14 +43,29 @@ export function domainRoutes(ctx: AppContext) {
       "/domains/project/:projectId",
       async ({ auth, params }) => {
         await assertProjectAccess(ctx, auth, params.projectId);
-        return (await svc.listDomains(ctx, params.projectId)).map(svc.viewDomain);
+        return (await svc.listDomains(ctx, params.projectId)).map((d) => svc.viewDomain(d, ctx.config.hostname));
       },
       { auth: "optionalProject", params: t.Object({ projectId: t.String() }) },
     )
-    .get("/domains/:id", async ({ auth, params }) => svc.viewDomain(await load(auth, params.id)), { auth: "optionalProject", params: IdParams })
+    .get("/domains/:id", async ({ auth, params }) => svc.viewDomain(await load(auth, params.id), ctx.config.hostname), { auth: "optionalProject", params: IdParams })
     .get(
       "/domains/:id/verify",
-      async ({ auth, params }) => svc.viewDomain(await svc.verifyDomain(ctx, await load(auth, params.id))),
+      async ({ auth, params }) => svc.viewDomain(await svc.verifyDomain(ctx, await load(auth, params.id)), ctx.config.hostname),
+      { auth: "optionalProject", params: IdParams },
+    )
+    .patch(
+      "/domains/:id",
+      async ({ auth, params, body }) => {
+        let row = await load(auth, params.id);
+        if (body.ed25519 !== undefined) row = await svc.setEd25519(ctx, row, body.ed25519);
+        return svc.viewDomain(row, ctx.config.hostname);
+      },
+      { auth: "optionalProject", params: IdParams, body: t.Object({ ed25519: t.Optional(t.Boolean()) }) },
+    )
+    .get("/domains/:id/dmarc", async ({ auth, params }) => dmarcSummary(ctx, await load(auth, params.id)), { auth: "optionalProject", params: IdParams })
+    .post(
+      "/domains/:id/rotate-dkim",
+      async ({ auth, params }) => svc.viewDomain(await svc.rotateDkim(ctx, await load(auth, params.id)), ctx.config.hostname),
       { auth: "optionalProject", params: IdParams },
     )
     .delete(

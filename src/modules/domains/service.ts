@@ -7,10 +7,10 @@ import type { AppContext } from "../../context";
 import type { DomainsTable, DomainStatus } from "../../db/tables/senders";
 import { conflict, invalidField, notFound, senderDomainNotVerified } from "../../http/errors";
 import { isValidDomain, isValidEmail } from "../../mail/address";
-import { forgetPrivateKey, generateDkimKeyPair, newSelector } from "../../mail/dkim-keys";
+import { forgetPrivateKey, generateDkimKeyPair, generateEd25519KeyPair, newSelector } from "../../mail/dkim-keys";
 import { forgetSigningKeys } from "../../mail/signing-keys";
 import { createResolver } from "../../mail/dns";
-import { bounceDomainFor, checkRecords, expectedRecords, type DnsRecord } from "./records";
+import { bounceDomainFor, checkRecords, dmarcReportAddress, expectedRecords, serverRecords, type DnsRecord } from "./records";
 
 export { bounceDomainFor } from "./records";
 export { getSigningKey, type SigningKey } from "../../mail/signing-keys";
@@ -48,7 +48,7 @@ export function parseRecords(raw: string): DnsRecord[] {
   }
 }
 
-export function viewDomain(d: DomainRow) {
+export function viewDomain(d: DomainRow, hostname?: string) {
   return {
     id: d.id,
     domain: d.domain,
@@ -56,8 +56,14 @@ export function viewDomain(d: DomainRow) {
     verified: d.status === "VERIFIED",
     status: d.status,
     selector: d.dkim_selector,
+    /** RFC 8463 second signature: its selector when on (signed with once its record verifies). */
+    ed25519Selector: d.dkim_ed25519_selector ?? null,
+    /** A DKIM key rotation in progress: the selector that takes over once its record verifies. */
+    nextSelector: d.dkim_next_selector ?? null,
     bounceDomain: bounceDomainFor(d.domain),
+    dmarcReportAddress: dmarcReportAddress(d.domain),
     records: parseRecords(d.records),
+    ...(hostname !== undefined ? { serverRecords: serverRecords(hostname) } : {}),
     verifiedAt: iso(d.verified_at),
     lastCheckedAt: iso(d.last_checked_at),
     createdAt: iso(d.created_at),
@@ -78,11 +84,12 @@ async function findByName(ctx: AppContext, projectId: string, domain: string) {
   return ctx.db.selectFrom("domains").selectAll().where("project_id", "=", projectId).where("domain", "=", domain).executeTakeFirst();
 }
 
-export async function addDomain(ctx: AppContext, projectId: string, rawDomain: string): Promise<DomainRow> {
+export async function addDomain(ctx: AppContext, projectId: string, rawDomain: string, opts: { ed25519?: boolean } = {}): Promise<DomainRow> {
   const domain = normalizeDomain(rawDomain);
   const duplicate = () => conflict(`The domain ${domain} is already added to this project`, { domain });
   if (await findByName(ctx, projectId, domain)) throw duplicate();
   const keys = await generateDkimKeyPair();
+  const ed = opts.ed25519 ? await generateEd25519KeyPair() : null;
   const selector = newSelector();
   const now = ctx.clock.now();
   const row: DomainRow = {
@@ -93,12 +100,19 @@ export async function addDomain(ctx: AppContext, projectId: string, rawDomain: s
     dkim_selector: selector,
     dkim_private_key: keys.privateKeyPem,
     dkim_public_key: keys.publicKeyB64,
-    records: JSON.stringify(expectedRecords(domain, selector, keys.publicKeyB64, ctx.config.hostname)),
+    dkim_ed25519_selector: ed ? newSelector() : null,
+    dkim_ed25519_private_key: ed?.privateKeyPem ?? null,
+    dkim_ed25519_public_key: ed?.publicKeyB64 ?? null,
+    dkim_next_selector: null,
+    dkim_next_private_key: null,
+    dkim_next_public_key: null,
+    records: "[]",
     verified_at: null,
     last_checked_at: null,
     created_at: now,
     updated_at: now,
   };
+  row.records = JSON.stringify(expectedRecords(row, ctx.config.hostname));
   try {
     await ctx.db.insertInto("domains").values(row).execute();
   } catch (e) {
@@ -132,6 +146,8 @@ export async function deleteDomain(ctx: AppContext, row: DomainRow): Promise<voi
 export async function verifyDomain(ctx: AppContext, row: DomainRow): Promise<DomainRow> {
   const resolver = createResolver(ctx.config);
   const result = await checkRecords(resolver, row, ctx.config.hostname, parseRecords(row.records));
+  const next = result.records.find((r) => r.rotation === "next");
+  if (next?.status === "VERIFIED") return promoteNextKey(ctx, row, result.records);
   const dkim = result.records.find((r) => r.purpose === "dkim")!;
   const status: DomainStatus = result.dkim === "error" ? row.status : dkim.status;
   const now = ctx.clock.now();
@@ -146,10 +162,113 @@ export async function verifyDomain(ctx: AppContext, row: DomainRow): Promise<Dom
     .returningAll()
     .executeTakeFirst();
   if (!updated) throw notFound("Domain");
+  // Record statuses decide which keys sign (Ed25519 only once published): drop caches on any change.
+  if (changed) invalidateDomainCaches(ctx, row.project_id, row.domain);
   if (status !== row.status) {
-    invalidateDomainCaches(ctx, row.project_id, row.domain);
     ctx.log.info("domain status changed", { projectId: row.project_id, domain: row.domain, from: row.status, to: status });
   }
+  return updated;
+}
+
+/**
+ * The rotation's switch: the next key's record is published, so it signs from now on; the old key
+ * is retired (its record may be removed). The domain stays VERIFIED: its signing key is published.
+ */
+async function promoteNextKey(ctx: AppContext, row: DomainRow, checked: DnsRecord[]): Promise<DomainRow> {
+  const now = ctx.clock.now();
+  const promoted = {
+    ...row,
+    dkim_selector: row.dkim_next_selector!,
+    dkim_private_key: row.dkim_next_private_key!,
+    dkim_public_key: row.dkim_next_public_key!,
+    dkim_next_selector: null,
+    dkim_next_private_key: null,
+    dkim_next_public_key: null,
+  };
+  // Statuses carry over by name: the new key's record was just seen VERIFIED.
+  const records = expectedRecords(promoted, ctx.config.hostname).map((rec) => {
+    const seen = checked.find((c) => c.purpose === rec.purpose && c.name === rec.name);
+    return seen ? { ...rec, status: seen.status, ...(seen.detail ? { detail: seen.detail } : {}) } : rec;
+  });
+  const updated = await ctx.db
+    .updateTable("domains")
+    .set({
+      dkim_selector: promoted.dkim_selector,
+      dkim_private_key: promoted.dkim_private_key,
+      dkim_public_key: promoted.dkim_public_key,
+      dkim_next_selector: null,
+      dkim_next_private_key: null,
+      dkim_next_public_key: null,
+      status: "VERIFIED",
+      verified_at: row.verified_at ?? now,
+      records: JSON.stringify(records),
+      last_checked_at: now,
+      updated_at: now,
+    })
+    .where("id", "=", row.id)
+    .where("dkim_next_selector", "=", row.dkim_next_selector)
+    .returningAll()
+    .executeTakeFirst();
+  if (!updated) return getDomain(ctx, row.id);
+  invalidateDomainCaches(ctx, row.project_id, row.domain);
+  forgetPrivateKey(row.dkim_private_key);
+  ctx.log.info("DKIM key rotated", { projectId: row.project_id, domain: row.domain, retired: row.dkim_selector, selector: promoted.dkim_selector });
+  return updated;
+}
+
+/**
+ * POST /domains/:id/rotate-dkim: a new RSA key at a new selector, published beside the current
+ * one. The current key keeps signing until the new record verifies (GET /domains/:id/verify or the
+ * background check), then the new one takes over and the old is retired. Calling it again during a
+ * rotation replaces the pending key.
+ */
+export async function rotateDkim(ctx: AppContext, row: DomainRow): Promise<DomainRow> {
+  const keys = await generateDkimKeyPair();
+  const next = { ...row, dkim_next_selector: newSelector(), dkim_next_private_key: keys.privateKeyPem, dkim_next_public_key: keys.publicKeyB64 };
+  const previous = parseRecords(row.records);
+  const records = expectedRecords(next, ctx.config.hostname).map((rec) => previous.find((p) => p.purpose === rec.purpose && p.name === rec.name) ?? rec);
+  const updated = await ctx.db
+    .updateTable("domains")
+    .set({
+      dkim_next_selector: next.dkim_next_selector,
+      dkim_next_private_key: next.dkim_next_private_key,
+      dkim_next_public_key: next.dkim_next_public_key,
+      records: JSON.stringify(records),
+      updated_at: ctx.clock.now(),
+    })
+    .where("id", "=", row.id)
+    .returningAll()
+    .executeTakeFirst();
+  if (!updated) throw notFound("Domain");
+  return updated;
+}
+
+/** PATCH /domains/:id { ed25519 }: turns the second (Ed25519) signature on (new key) or off. */
+export async function setEd25519(ctx: AppContext, row: DomainRow, on: boolean): Promise<DomainRow> {
+  if (on === !!row.dkim_ed25519_selector) return row;
+  const keys = on ? await generateEd25519KeyPair() : null;
+  const next = {
+    ...row,
+    dkim_ed25519_selector: keys ? newSelector() : null,
+    dkim_ed25519_private_key: keys?.privateKeyPem ?? null,
+    dkim_ed25519_public_key: keys?.publicKeyB64 ?? null,
+  };
+  const previous = parseRecords(row.records);
+  const records = expectedRecords(next, ctx.config.hostname).map((rec) => previous.find((p) => p.purpose === rec.purpose && p.name === rec.name) ?? rec);
+  const updated = await ctx.db
+    .updateTable("domains")
+    .set({
+      dkim_ed25519_selector: next.dkim_ed25519_selector,
+      dkim_ed25519_private_key: next.dkim_ed25519_private_key,
+      dkim_ed25519_public_key: next.dkim_ed25519_public_key,
+      records: JSON.stringify(records),
+      updated_at: ctx.clock.now(),
+    })
+    .where("id", "=", row.id)
+    .returningAll()
+    .executeTakeFirst();
+  if (!updated) throw notFound("Domain");
+  invalidateDomainCaches(ctx, row.project_id, row.domain);
   return updated;
 }
 

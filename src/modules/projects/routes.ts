@@ -16,12 +16,28 @@ async function callerRole(ctx: AppContext, auth: AuthInfo, projectId: string): P
   return (await svc.projectForMember(ctx, projectId, auth.userId!)).role;
 }
 
+/** decisions.md "/security": rates in percent (0-100) over the last 30 days, the suspension state. */
 async function security(ctx: AppContext, projectId: string) {
   const p = await ctx.db.selectFrom("projects").select(["disabled", "disabled_reason"]).where("id", "=", projectId).executeTakeFirstOrThrow();
-  const rates = ctx.hooks.security
-    ? await ctx.hooks.security(ctx, projectId)
-    : { windowDays: 30, sent: 0, bounced: 0, complained: 0, bounceRate: 0, complaintRate: 0, suspensions: [] };
-  return { projectId, disabled: !!p.disabled, disabledReason: p.disabled_reason, ...rates };
+  const r = (ctx.hooks.security ? await ctx.hooks.security(ctx, projectId) : {}) as Record<string, unknown>;
+  const num = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : 0);
+  const percent = (fraction: unknown) => Math.round(num(fraction) * 10_000) / 100;
+  return {
+    bounceRate: percent(r.bounceRate),
+    complaintRate: percent(r.complaintRate),
+    sends: num(r.sent),
+    bounces: num(r.bounced),
+    complaints: num(r.complained),
+    windowDays: num(r.windowDays) || 30,
+    disabled: !!p.disabled,
+    disabledReason: p.disabled_reason,
+    suspensions: Array.isArray(r.suspensions) ? r.suspensions : [],
+    // Kept for existing clients: the same counts under their earlier names.
+    projectId,
+    sent: num(r.sent),
+    bounced: num(r.bounced),
+    complained: num(r.complained),
+  };
 }
 
 export function projectRoutes(ctx: AppContext) {

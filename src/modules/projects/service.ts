@@ -5,6 +5,7 @@ import type { AppContext } from "../../context";
 import { AppError, badRequest, conflict, forbidden, notFound } from "../../http/errors";
 import { generateKey } from "../../http/keys";
 import { newWebhookSecret } from "../../webhooks/sign";
+import { wipeProjectRows } from "./reset-store";
 
 export type Role = "OWNER" | "ADMIN" | "MEMBER";
 export const ROLES: Role[] = ["OWNER", "ADMIN", "MEMBER"];
@@ -39,7 +40,7 @@ export async function createProject(ctx: AppContext, ownerId: string, name: stri
     webhook_secret: newWebhookSecret(),
     disabled: 0,
     disabled_reason: null,
-    tracking: "ENABLED",
+    tracking: "MARKETING_ONLY", // decisions.md: new projects track marketing mail only; existing ones keep their mode
     created_at: now,
     updated_at: now,
   };
@@ -109,11 +110,15 @@ export async function deleteProject(ctx: AppContext, projectId: string) {
   ctx.keys.invalidate(projectId);
 }
 
-/** Wipes the project's data (contacts, emails, …) but keeps the project, its keys and members. */
+/**
+ * Wipes the project's data (contacts, events, emails, templates, uploads, jobs, … every table with a
+ * project_id outside KEPT_TABLES) in ONE transaction; keeps the project, its keys, members, domains
+ * and billing. The modules' resetProject hooks run afterwards for their caches (and any leftovers).
+ */
 export async function resetProject(ctx: AppContext, projectId: string) {
+  const deleted = await ctx.store.exclusive((sqlite) => wipeProjectRows(sqlite, projectId));
   for (const reset of ctx.hooks.resetProject) await reset(ctx, projectId);
-  await ctx.db.deleteFrom("jobs").where("project_id", "=", projectId).execute();
-  await ctx.db.deleteFrom("idempotency_keys").where("project_id", "=", projectId).execute();
+  ctx.log.info("project reset", { projectId, deleted });
 }
 
 // ---- members ------------------------------------------------------------------------------
@@ -203,6 +208,13 @@ export async function setupState(ctx: AppContext, projectId: string) {
   const members = await listMembers(ctx, projectId);
   const state: Record<string, unknown> = { projectId, hasKeys: true, members: members.length };
   for (const part of ctx.hooks.setupState) Object.assign(state, await part(ctx, projectId));
+  // The onboarding checklist in one place: a domain, a verified domain, a first contact, a first send.
+  const n = (k: string) => (typeof state[k] === "number" ? (state[k] as number) : 0);
+  state.hasDomain = n("domains") > 0;
+  state.hasVerifiedDomain = n("verifiedDomains") > 0;
+  state.hasContacts = n("contacts") > 0;
+  state.hasSentEmail = !!state.hasSentEmail;
+  state.completed = !!(state.hasVerifiedDomain && state.hasContacts && state.hasSentEmail);
   return state;
 }
 

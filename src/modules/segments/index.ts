@@ -1,4 +1,4 @@
-import { reevaluateContacts, sweepSegments } from "../../audience/segments/membership";
+import { flushDeferredReevaluations, onContactsChanged, sweepSegments } from "../../audience/segments/membership";
 import type { ModuleDef } from "../module";
 import { segmentRoutes } from "./routes";
 import { eventUsage, fieldUsage, resetProjectSegments } from "./service";
@@ -11,10 +11,13 @@ export const segmentsModule: ModuleDef = {
   name: "segments",
   routes: segmentRoutes,
   install(ctx) {
-    ctx.hooks.contactsChanged.push(reevaluateContacts);
+    ctx.hooks.contactsChanged.push(onContactsChanged);
     ctx.hooks.fieldUsage.push(fieldUsage);
     ctx.hooks.eventUsage.push(eventUsage);
     ctx.hooks.resetProject.push(resetProjectSegments);
     ctx.schedules.every("segment-sweep", ctx.config.segmentSweepIntervalMs, () => sweepSegments(ctx));
+  },
+  async stop(ctx) {
+    await flushDeferredReevaluations(ctx);
   },
 };

@@ -18,6 +18,7 @@ import {
 } from "../../audience/conditions";
 import { notifyEvents, type RecordedEvent } from "../../audience/events";
 import { segmentMemberFrag } from "../../audience/segments/audience";
+import { ensureFieldIndexes } from "../../audience/segments/field-indexes";
 import { computeSegment, forgetTrackedSegments, liveCount, writeMembershipChanges } from "../../audience/segments/membership";
 import type { SegmentsTable, SegmentType } from "../../db/tables/segments";
 import { invalidField, invalidState, notFound, validationError } from "../../http/errors";
@@ -126,6 +127,8 @@ export async function createSegment(ctx: AppContext, projectId: string, input: C
   const name = trimmedName(input.name);
   const type = input.type ?? "DYNAMIC";
   const tree = type === "DYNAMIC" ? await checkedCondition(ctx, projectId, input.condition, null) : null;
+  // Before the first count, which then uses it.
+  await ensureFieldIndexes(ctx, tree);
   const row = await ctx.db.transaction().execute(async (trx) => {
     const now = ctx.clock.now();
     const base = slugify(name);
@@ -173,6 +176,7 @@ export async function updateSegment(ctx: AppContext, projectId: string, id: stri
   if (input.description !== undefined) next.description = input.description;
   if (tree) next.condition = JSON.stringify(tree);
   if (input.trackMembership !== undefined) next.track_membership = input.trackMembership ? 1 : 0;
+  await ensureFieldIndexes(ctx, tree);
   const untracked = row.type === "DYNAMIC" && row.track_membership === 1 && next.track_membership === 0;
   const updated = await ctx.db.transaction().execute(async (trx) => {
     const now = ctx.clock.now();

@@ -12,6 +12,7 @@ import type { AttachmentInput } from "../../mail/compose";
 import { checkCustomHeaders } from "../../mail/custom-headers";
 import { insertContentRaw, insertEmailRaw, isSuppressedRaw } from "../../mail/enqueue";
 import { wakeOutbox } from "../../mail/outbox";
+import { consumeQuotaRaw } from "../billing/quota";
 import { assertSenderAllowed } from "../domains/service";
 import { assertTemplateSyntax, getTemplate, type TemplateRow } from "../templates/service";
 import { parseMailbox } from "./account-email";
@@ -150,6 +151,8 @@ export async function send(ctx: AppContext, projectId: string, input: SendInput)
   // this is the hot path of campaigns-by-API, see scripts/bench/send.ts).
   const result = await ctx.store.exclusive((sqlite) =>
     sqlite.transaction(() => {
+      // The cap check and the count, in the same transaction as the email rows (402 rolls back everything).
+      consumeQuotaRaw(sqlite, now, projectId, "transactional", v.to.length);
       const contentId = insertContentRaw(sqlite, now, { projectId, subject, html, fromEmail, fromName, replyTo, type: "TRANSACTIONAL", headers: v.headers, attachments });
       return v.to.map((r) => {
         const up = upsertContactRaw(sqlite, now, {
@@ -180,4 +183,10 @@ export async function send(ctx: AppContext, projectId: string, input: SendInput)
   await notifyEvents(ctx, events);
   await contactsChanged(ctx, projectId, result.map((r) => r.contact.id));
   return { emails: result, timestamp: iso(now)! };
+}
+
+/** setup-state: whether (and when) the project queued its first email. */
+export async function firstSend(ctx: AppContext, projectId: string) {
+  const r = await ctx.db.selectFrom("emails").select("created_at").where("project_id", "=", projectId).orderBy("id").limit(1).executeTakeFirst();
+  return { hasSentEmail: !!r, firstSendAt: iso(r?.created_at) };
 }

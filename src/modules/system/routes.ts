@@ -2,6 +2,7 @@ import { Elysia } from "elysia";
 import { authPlugin } from "../../http/auth";
 import type { AppContext } from "../../context";
 import { VERSION } from "../../version";
+import { billingEnabled } from "../billing/stripe";
 
 /** GET /config: no authentication; which integrations this server has turned on. */
 export function systemRoutes(ctx: AppContext) {
@@ -9,7 +10,7 @@ export function systemRoutes(ctx: AppContext) {
     version: VERSION,
     features: {
       signups: !ctx.config.disableSignups,
-      billing: false,
+      billing: billingEnabled(ctx),
       relay: !!ctx.config.smtpRelay,
       inboundSmtp: ctx.config.inboundSmtpPort > 0,
       tracking: true,

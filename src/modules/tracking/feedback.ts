@@ -7,6 +7,7 @@ import type { DB } from "../../db";
 import { normalizeEmail } from "../../mail/address";
 import { checkReputationSoon } from "../../mail/reputation";
 import { ensureContact, notifyEvents, recordEvent, setSubscribed, type PendingEvent } from "./audience";
+import { admitInbound } from "../billing/quota";
 
 interface EmailRef {
   id: string;
@@ -211,9 +212,11 @@ export interface ReceivedMail {
  * Ordinary mail to a verified domain: `email.received` on the sender's contact, which is created
  * (unsubscribed) when unknown. Only metadata is kept, never the body.
  */
-export async function recordReceived(ctx: AppContext, m: ReceivedMail): Promise<void> {
+/** Records one inbound message; false when the project's monthly inbound cap dropped it (counted, nothing stored). */
+export async function recordReceived(ctx: AppContext, m: ReceivedMail): Promise<boolean> {
   const pending: PendingEvent[] = [];
-  await ctx.db.transaction().execute(async (trx) => {
+  const admitted = await ctx.db.transaction().execute(async (trx) => {
+    if (!(await admitInbound(trx, ctx, m.projectId))) return false;
     const { contact, events } = await ensureContact(trx, ctx, m.projectId, normalizeEmail(m.from));
     pending.push(...events);
     pending.push(
@@ -233,6 +236,8 @@ export async function recordReceived(ctx: AppContext, m: ReceivedMail): Promise<
         },
       }),
     );
+    return true;
   });
   await notifyEvents(ctx, pending);
+  return admitted;
 }

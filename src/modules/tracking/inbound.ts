@@ -14,7 +14,9 @@ let parser: Promise<typeof import("mailparser")> | null = null;
 const mailparser = () => (parser ??= import("mailparser"));
 import type { AppContext } from "../../context";
 import { domainOf, isValidEmail, normalizeEmail } from "../../mail/address";
+import { dmarcReportOf } from "../../mail/inbound/dmarc";
 import { classifyDsn, parseReport, type Report } from "../../mail/inbound/report";
+import { storeDmarcReport } from "../domains/dmarc";
 import type { InboundMessage } from "../../mail/inbound/server";
 import { readBounceLocalPart, readUnsubscribeLocalPart } from "../../mail/tokens";
 import { bounceDomainFor, projectsWithVerifiedDomain } from "./audience";
@@ -152,6 +154,19 @@ export async function handleInbound(ctx: AppContext, msg: InboundMessage<Route>)
   }
   log.report = report?.kind ?? null;
 
+  // A DMARC aggregate report (to the rua address on a verified domain or its bounce domain).
+  const domainProjects = [...new Set(msg.recipients.flatMap((r) => (r.route.kind === "domain" ? r.route.projectIds : [])))];
+  if (!report && domainProjects.length && looksLikeDmarcReport(msg.raw)) {
+    const dmarc = await dmarcReportIn(msg.raw);
+    if (dmarc) {
+      log.report = "dmarc-aggregate";
+      log.outcome = (await storeDmarcReport(ctx, domainProjects, dmarc)) ? "dmarc-stored" : "dmarc-ignored";
+      log.dmarc = { org: dmarc.orgName, reportId: dmarc.reportId, domain: dmarc.domain, rows: dmarc.rows.length };
+      ctx.log.info("inbound message", log);
+      return;
+    }
+  }
+
   // One message may name several of our addresses; act once per distinct target.
   const seen = new Set<string>();
   for (const { route } of msg.recipients) {
@@ -173,6 +188,21 @@ export async function handleInbound(ctx: AppContext, msg: InboundMessage<Route>)
   ctx.log.info("inbound message", log);
 }
 
+/** Cheap test before parsing: a report is an attachment of one of these types. */
+function looksLikeDmarcReport(raw: Buffer): boolean {
+  const head = raw.toString("latin1", 0, Math.min(raw.length, 64 * 1024));
+  return /content-type:\s*(application\/(x-)?(gzip|zip|x-zip-compressed|xml|octet-stream)|text\/xml)/i.test(head) || /report domain:/i.test(head);
+}
+
+async function dmarcReportIn(raw: Buffer) {
+  try {
+    const parsed = await (await mailparser()).simpleParser(raw, { skipHtmlToText: true, skipTextToHtml: true, skipTextLinks: true, skipImageLinks: true });
+    return dmarcReportOf(parsed.attachments.map((a) => ({ contentType: a.contentType, filename: a.filename, content: a.content })));
+  } catch {
+    return null;
+  }
+}
+
 async function receive(ctx: AppContext, projectIds: string[], msg: InboundMessage<Route>, log: Record<string, unknown>) {
   let parsed;
   try {
@@ -184,8 +214,9 @@ async function receive(ctx: AppContext, projectIds: string[], msg: InboundMessag
   const from = firstAddress(parsed.from) ?? (msg.mailFrom ? { address: msg.mailFrom, name: "" } : null);
   if (!from || !isValidEmail(from.address)) return "no-sender";
   const to = msg.recipients.filter((r) => r.route.kind === "domain").map((r) => normalizeEmail(r.address));
+  let stored = 0;
   for (const projectId of projectIds) {
-    await recordReceived(ctx, {
+    if (await recordReceived(ctx, {
       projectId,
       from: normalizeEmail(from.address),
       fromName: from.name || null,
@@ -195,7 +226,8 @@ async function receive(ctx: AppContext, projectIds: string[], msg: InboundMessag
       inReplyTo: typeof parsed.inReplyTo === "string" ? parsed.inReplyTo : null,
       size: msg.size,
       attachments: parsed.attachments.length,
-    });
+    }))
+      stored++;
   }
-  return "received";
+  return stored ? "received" : "dropped (inbound billing limit)";
 }

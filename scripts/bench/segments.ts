@@ -1,0 +1,187 @@
+// Segments at scale: 1,000,000 contacts and 5,000,000 events. Through HTTP: a 2-filter data.* count
+// (POST /segments/:id/refresh), a `triggeredWithin 30 days` count, the first members page; each
+// beside the raw SQL of the same compiled query run directly on bun:sqlite in the same run. Then
+// /v1/track throughput with 5 tracked segments on the project beside the same load without them
+// (the load of scripts/bench/track.ts, same run, fresh databases).
+//   bun scripts/bench/segments.ts [contacts=1000000] [events=5000000] [trackSeconds=10]
+import { Database } from "bun:sqlite";
+import { join } from "node:path";
+import { compileCondition } from "../../src/audience/conditions";
+import { createProject, fmt, makeTimer, startBenchServer, tempDb } from "./audience-helpers";
+
+const N = Number(process.argv[2] ?? 1_000_000);
+const E = Number(process.argv[3] ?? 5_000_000);
+const TRACK_SECONDS = Number(process.argv[4] ?? 10);
+const DAY = 86_400_000;
+const PLANS = ["free", "pro", "team", "enterprise"];
+const COUNTRIES = Array.from({ length: 40 }, (_, i) => `C${i}`);
+const EVENT_NAMES = ["page_view", "login", "purchase", "signup", "invite_sent", "search", "add_to_cart", "logout", "share", "comment"];
+
+const t = tempDb();
+const project = await createProject(t.db);
+
+// ---- seed: raw bulk inserts, contacts then events in time order ---------------------------------------
+let t0 = performance.now();
+const now = Date.now();
+const ids: string[] = new Array(N);
+{
+  const db = new Database(t.db, { strict: true });
+  db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF; PRAGMA cache_size = -262144");
+  const ins = db.query("INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)");
+  let ts = now - 400 * DAY;
+  const step = (400 * DAY) / N;
+  for (let b = 0; b < N; b += 10_000) {
+    db.transaction(() => {
+      for (let i = b; i < Math.min(N, b + 10_000); i++) {
+        ts += step;
+        const id = Bun.randomUUIDv7(undefined, Math.floor(ts));
+        ids[i] = id;
+        const data = { plan: PLANS[i % 4], country: COUNTRIES[(i * 7) % COUNTRIES.length], visits: i % 1000, firstName: `Name${i % 1000}` };
+        ins.run(id, project.id, `user${i}@example${i % 50}.com`, i % 20 === 0 ? 0 : 1, JSON.stringify(data), Math.floor(ts), Math.floor(ts));
+      }
+    })();
+  }
+  // Bulk load: the events indexes and triggers are dropped and rebuilt afterwards (sorted builds).
+  const rebuild = db
+    .query<{ name: string; type: string; sql: string }, []>("SELECT name, type, sql FROM sqlite_master WHERE tbl_name = 'events' AND type IN ('index', 'trigger') AND sql IS NOT NULL")
+    .all();
+  for (const r of rebuild) db.exec(`DROP ${r.type.toUpperCase()} ${r.name}`);
+  const ev = db.query("INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at) VALUES (?, ?, ?, ?, NULL, NULL, ?)");
+  let et = now - 365 * DAY;
+  const estep = (365 * DAY) / E;
+  let x = 12345;
+  for (let b = 0; b < E; b += 20_000) {
+    db.transaction(() => {
+      for (let i = b; i < Math.min(E, b + 20_000); i++) {
+        et += estep;
+        x = (x * 1103515245 + 12345) & 0x7fffffff;
+        const at = Math.floor(et);
+        ev.run(Bun.randomUUIDv7(undefined, at), project.id, ids[x % N]!, EVENT_NAMES[(x >> 8) % EVENT_NAMES.length]!, at);
+      }
+    })();
+  }
+  for (const r of rebuild) db.exec(r.sql);
+  db.query("INSERT INTO event_counts (project_id, total) VALUES (?, ?) ON CONFLICT (project_id) DO UPDATE SET total = excluded.total").run(project.id, E);
+  db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  db.close();
+}
+const seedMs = performance.now() - t0;
+
+// ---- counts and pages through HTTP ------------------------------------------------------------------
+const srv = await startBenchServer(t.db);
+const auth = { authorization: `Bearer ${project.secret}`, "content-type": "application/json" };
+const timeGet = makeTimer(srv.url, auth);
+async function timePost(path: string, runs = 9): Promise<{ p50: number; body: any }> {
+  const ms: number[] = [];
+  let body: any;
+  for (let i = 0; i < runs; i++) {
+    const a = performance.now();
+    const r = await fetch(srv.url + path, { method: "POST", headers: auth });
+    body = await r.json();
+    ms.push(performance.now() - a);
+    if (r.status !== 200) throw new Error(`${path}: ${r.status} ${JSON.stringify(body)}`);
+  }
+  return { p50: ms.sort((a, b) => a - b)[Math.floor(runs / 2)]!, body };
+}
+async function createSegment(body: unknown): Promise<any> {
+  const r = await fetch(srv.url + "/segments", { method: "POST", headers: auth, body: JSON.stringify(body) });
+  const j = await r.json();
+  if (r.status !== 201) throw new Error(`create segment: ${r.status} ${JSON.stringify(j)}`);
+  return j;
+}
+const dataCond = {
+  logic: "AND",
+  groups: [{ filters: [{ field: "data.plan", operator: "equals", value: "pro" }, { field: "data.country", operator: "equals", value: "C3" }] }],
+};
+const eventCond = { logic: "AND", groups: [{ filters: [{ field: "event.purchase", operator: "triggeredWithin", value: 30, unit: "days" }] }] };
+t0 = performance.now();
+const segData = await createSegment({ name: "Pro in C3", condition: dataCond });
+const createDataMs = performance.now() - t0;
+const segEvent = await createSegment({ name: "Recent buyers", condition: eventCond });
+await timePost(`/segments/${segData.id}/refresh`, 3);
+const bare = await timeGet("/config", 20);
+const countData = await timePost(`/segments/${segData.id}/refresh`);
+const countEvent = await timePost(`/segments/${segEvent.id}/refresh`);
+const pageData = await timeGet(`/segments/${segData.id}/contacts?page=1&pageSize=20`, 9);
+const pageEvent = await timeGet(`/segments/${segEvent.id}/contacts?page=1&pageSize=20`, 9);
+await srv.stop();
+
+// The same compiled SQL straight on bun:sqlite (the ceiling of each figure).
+const db = new Database(t.db, { strict: true });
+db.exec("PRAGMA cache_size = -65536");
+function timeSql(sql: string, params: unknown[]): number {
+  const q = db.query(sql);
+  q.all(...(params as any[]));
+  const ms: number[] = [];
+  for (let i = 0; i < 9; i++) {
+    const a = performance.now();
+    q.all(...(params as any[]));
+    ms.push(performance.now() - a);
+  }
+  return ms.sort((x, y) => x - y)[4]!;
+}
+const ctx = { projectId: project.id, now: Date.now(), segments: new Map() };
+const cd = compileCondition(dataCond as any, ctx);
+const ce = compileCondition(eventCond as any, ctx);
+const countSql = (c: { sql: string }) => `SELECT count(*) AS n FROM contacts c WHERE c.project_id = ? AND (${c.sql})`;
+const pageSql = (c: { sql: string }) => `SELECT c.* FROM contacts c WHERE c.project_id = ? AND (${c.sql}) ORDER BY c.created_at DESC, c.id DESC LIMIT 20`;
+const rawCountData = timeSql(countSql(cd), [project.id, ...cd.params]);
+const rawCountEvent = timeSql(countSql(ce), [project.id, ...ce.params]);
+const rawPageData = timeSql(pageSql(cd), [project.id, ...cd.params]) + rawCountData;
+const rawPageEvent = timeSql(pageSql(ce), [project.id, ...ce.params]) + rawCountEvent;
+const indexes = db.query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'contacts_data_%'").all().map((r) => r.name);
+db.close();
+t.cleanup();
+
+// ---- /v1/track with and without 5 tracked segments ---------------------------------------------------
+async function trackRun(withSegments: boolean): Promise<{ rps: number; p99: number; non2xx: number; entries: number }> {
+  const tt = tempDb();
+  const p = await createProject(tt.db);
+  const s = await startBenchServer(tt.db);
+  const h = { authorization: `Bearer ${p.secret}`, "content-type": "application/json" };
+  if (withSegments) {
+    // A mix: two data conditions the load's random data flips on many tracks (entry/exit events
+    // follow), three event conditions (enter once).
+    const conds = [
+      [{ field: "data.plan", operator: "equals", value: "pro" }],
+      [{ field: "data.visits", operator: "greaterThan", value: 900 }],
+      [{ field: "event.purchase", operator: "triggeredWithin", value: 7, unit: "days" }],
+      [{ field: "event.invite_sent", operator: "triggered" }],
+      [{ field: "email", operator: "startsWith", value: "repeat1" }, { field: "event.signup", operator: "triggered" }],
+    ];
+    for (const [i, filters] of conds.entries()) {
+      const r = await fetch(s.url + "/segments", { method: "POST", headers: h, body: JSON.stringify({ name: `tracked ${i}`, trackMembership: true, condition: { logic: "AND", groups: [{ filters }] } }) });
+      if (r.status !== 201) throw new Error(`tracked segment: ${r.status} ${await r.text()}`);
+    }
+  }
+  const cfg = JSON.stringify({ url: s.url + "/v1/track", key: p.public, connections: 50, duration: TRACK_SECONDS, warmup: 2 });
+  const runtime = Bun.which("node") ?? process.execPath;
+  const load = Bun.spawn([runtime, join(import.meta.dir, "track-load.mjs"), cfg], { stdout: "pipe", stderr: "inherit" });
+  const out = await new Response(load.stdout).text();
+  if ((await load.exited) !== 0) throw new Error("load generator failed");
+  const r = JSON.parse(out.trim().split("\n").pop()!);
+  await Bun.sleep(500);
+  await s.stop();
+  const check = new Database(tt.db, { strict: true });
+  const entries = check.query<{ n: number }, []>("SELECT count(*) AS n FROM events WHERE name LIKE 'segment.%.entry'").get()!.n;
+  check.close();
+  tt.cleanup();
+  return { rps: r.requests.average, p99: r.latency.p99, non2xx: r.non2xx + r.errors + r.timeouts, entries };
+}
+const base = await trackRun(false);
+const tracked = await trackRun(true);
+
+const ratio = (tracked.rps / base.rps) * 100;
+const ok = countData.p50 < 50 && countEvent.p50 < 300 && pageData.p50 < 50 && ratio >= 85;
+console.log(`Segments with ${fmt(N)} contacts and ${fmt(E)} events (seeded in ${fmt(seedMs / 1000, 1)} s); p50 of 9 requests, HTTP beside the raw SQL of the same compiled query (same run)`);
+console.log(`  2-filter data.* count (refresh)   : ${fmt(countData.p50, 1)} ms (raw SQL ${fmt(rawCountData, 1)} ms), ${fmt(countData.body.memberCount)} members  [bar < 50 ms]`);
+console.log(`  triggeredWithin 30 days count     : ${fmt(countEvent.p50, 1)} ms (raw SQL ${fmt(rawCountEvent, 1)} ms), ${fmt(countEvent.body.memberCount)} members  [bar < 300 ms]`);
+console.log(`  first members page, data.*        : ${fmt(pageData.p50, 1)} ms (raw SQL page + count ${fmt(rawPageData, 1)} ms)  [bar < 50 ms]`);
+console.log(`  first members page, triggered     : ${fmt(pageEvent.p50, 1)} ms (raw SQL page + count ${fmt(rawPageEvent, 1)} ms)`);
+console.log(`  segment create (counts once)      : ${fmt(createDataMs, 1)} ms; field indexes: ${indexes.join(", ") || "none"}; GET /config round trip ${fmt(bare.p50, 2)} ms`);
+console.log(`/v1/track, 50 connections, ${TRACK_SECONDS}s each, load of scripts/bench/track.ts, fresh databases`);
+console.log(`  without segments   : ${fmt(base.rps)} req/s, p99 ${base.p99} ms, non-2xx/errors ${base.non2xx}`);
+console.log(`  5 tracked segments : ${fmt(tracked.rps)} req/s, p99 ${tracked.p99} ms, non-2xx/errors ${tracked.non2xx}, ${fmt(tracked.entries)} entry events recorded`);
+console.log(`  ratio              : ${fmt(ratio, 1)}% of the throughput without segments  [bar >= 85%]`);
+console.log(`  machine load average now ${fmt(require("node:os").loadavg()[0], 1)} (2 cores, other engineers' runs in parallel)`);
+console.log(`  bars -> ${ok ? "PASS" : "FAIL"}`);

@@ -1,0 +1,171 @@
+// The long hostile run (issue 12): every route of a real `mailsvc serve` child process gets bodies
+// up to 50 MB (declared and chunked), JSON nested 10,000 deep, and fast-check's malformed requests,
+// from many concurrent clients. Prints the server's peak RSS, latency percentiles, 5xx count, and
+// the latency of a mixed valid/invalid load at 200 connections afterwards.
+//
+//   bun scripts/fuzz-hostile.ts [--seconds 60] [--concurrency 16]
+import fc from "fast-check";
+import { join } from "node:path";
+import { loadConfig } from "../src/config";
+import { buildApp, createContext } from "../src/server";
+import { authChoice, bodyText, contentType, fillPath, fuzzableRoutes, isDestructive, paramValue, queryString } from "../test/hostile/routes";
+import { rssMb, startMailsvc, tempDir } from "./bench/lib";
+
+const arg = (name: string, def: number) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : def;
+};
+const SECONDS = arg("seconds", 60);
+const CONCURRENCY = arg("concurrency", 16);
+
+// The route table, read from an app assembled on a throwaway database (nothing listens).
+const scratch = createContext(loadConfig({}, {}, { db: join(tempDir(), "routes.db"), logRequests: false }));
+const routes = fuzzableRoutes((buildApp(scratch) as unknown as { routes: { method: string; path: string }[] }).routes);
+scratch.store.close();
+
+const srv = await startMailsvc();
+const api = async (path: string, init: RequestInit = {}) => fetch(srv.url + path, init);
+const email = `fuzz${Date.now()}@example.com`;
+const signup = await api("/auth/signup", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ email, password: "correct horse battery" }) });
+const cookie = (signup.headers.get("set-cookie") ?? "").split(";")[0]!;
+const project = (await (await api("/users/@me/projects", { method: "POST", headers: { "content-type": "application/json", cookie }, body: JSON.stringify({ name: "fuzz" }) })).json()) as {
+  id: string;
+  public: string;
+  secret: string;
+};
+
+let peakRss = rssMb(srv.pid);
+const sampler = setInterval(() => {
+  try {
+    peakRss = Math.max(peakRss, rssMb(srv.pid));
+  } catch {}
+}, 50);
+
+const FIFTY_MB = new Uint8Array(50 * 1024 * 1024).fill(0x61);
+const DEEP = "[".repeat(10_000) + "]".repeat(10_000);
+const DEEP_OBJ = '{"a":'.repeat(10_000) + "0" + "}".repeat(10_000);
+
+function chunked50(): ReadableStream<Uint8Array> {
+  const chunk = FIFTY_MB.subarray(0, 256 * 1024);
+  let sent = 0;
+  return new ReadableStream({
+    pull(c) {
+      if (sent >= FIFTY_MB.byteLength) return c.close();
+      sent += chunk.byteLength;
+      c.enqueue(chunk);
+    },
+  });
+}
+
+type Req = { method: string; path: string; headers: Record<string, string>; body?: BodyInit; kind: string };
+
+function authHeaders(auth: string): Record<string, string> {
+  if (auth === "secret") return { authorization: `Bearer ${project.secret}` };
+  if (auth === "public") return { authorization: `Bearer ${project.public}` };
+  if (auth === "garbage") return { authorization: "Bearer sk_nope" };
+  if (auth === "session") return { cookie, "x-project-id": project.id };
+  return {};
+}
+
+const sample = <T>(a: fc.Arbitrary<T>) => fc.sample(a, 1)[0]!;
+
+function nextRequest(): Req {
+  const route = routes[Math.floor(Math.random() * routes.length)]!;
+  const params = fc.sample(paramValue, 2).map((p) => (isDestructive(route) && p === project.id ? "x" : p));
+  const q = sample(queryString);
+  const path = fillPath(route.path, params) + (q ? `?${q}` : "");
+  const hasBody = route.method !== "GET" && route.method !== "DELETE";
+  const auth = sample(authChoice);
+  const headers = authHeaders(auth);
+  const roll = Math.random();
+  if (hasBody && roll < 0.15) return { method: route.method, path, headers: { ...headers, "content-type": "application/json" }, body: FIFTY_MB, kind: "50MB declared" };
+  if (hasBody && roll < 0.25) return { method: route.method, path, headers: { ...headers, "content-type": "application/json" }, body: chunked50(), kind: "50MB chunked" };
+  if (hasBody && roll < 0.45) return { method: route.method, path, headers: { ...headers, "content-type": "application/json" }, body: Math.random() < 0.5 ? DEEP : DEEP_OBJ, kind: "depth 10000" };
+  const type = sample(contentType);
+  return { method: route.method, path, headers: { ...headers, ...(type ? { "content-type": type } : {}) }, body: hasBody ? sample(bodyText) : undefined, kind: "fuzz" };
+}
+
+interface Stat {
+  ms: number;
+  status: number;
+  kind: string;
+}
+const stats: Stat[] = [];
+let clientErrors = 0;
+const fivexx: string[] = [];
+
+async function one(r: Req): Promise<void> {
+  const t0 = performance.now();
+  try {
+    const res = await fetch(srv.url + r.path, { method: r.method, headers: r.headers, body: r.body, redirect: "manual", // @ts-expect-error streaming body
+      duplex: "half" });
+    const ms = performance.now() - t0;
+    await res.arrayBuffer();
+    stats.push({ ms, status: res.status, kind: r.kind });
+    if (res.status >= 500) fivexx.push(`${r.method} ${r.path} ${r.kind} -> ${res.status}`);
+  } catch {
+    // The server answered 413 and closed while the client was still uploading: counted apart.
+    stats.push({ ms: performance.now() - t0, status: 0, kind: r.kind });
+    clientErrors++;
+  }
+}
+
+const pct = (xs: number[], p: number) => {
+  if (!xs.length) return 0;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+};
+
+console.log(`hostile run: ${routes.length} routes, ${CONCURRENCY} clients, ${SECONDS} s; server RSS at start ${peakRss.toFixed(0)} MB`);
+const end = Date.now() + SECONDS * 1000;
+await Promise.all(
+  Array.from({ length: CONCURRENCY }, async () => {
+    while (Date.now() < end) await one(nextRequest());
+  }),
+);
+const rssAfterHostile = rssMb(srv.pid);
+const lat = stats.filter((s) => s.status !== 0).map((s) => s.ms);
+console.log(`requests: ${stats.length} (${clientErrors} closed by the server mid-upload), 5xx: ${fivexx.length}`);
+for (const kind of ["50MB declared", "50MB chunked", "depth 10000", "fuzz"]) {
+  const k = stats.filter((s) => s.kind === kind && s.status !== 0).map((s) => s.ms);
+  const codes: Record<number, number> = {};
+  for (const s of stats.filter((s) => s.kind === kind)) codes[s.status] = (codes[s.status] ?? 0) + 1;
+  console.log(`  ${kind.padEnd(14)} n=${String(k.length).padStart(6)} p50 ${pct(k, 50).toFixed(1)} ms  p99 ${pct(k, 99).toFixed(1)} ms  max ${pct(k, 100).toFixed(1)} ms  statuses ${JSON.stringify(codes)}`);
+}
+console.log(`all answered: p50 ${pct(lat, 50).toFixed(1)} ms, p99 ${pct(lat, 99).toFixed(1)} ms, max ${pct(lat, 100).toFixed(1)} ms, over 500 ms: ${lat.filter((x) => x > 500).length}`);
+console.log(`server RSS: peak ${peakRss.toFixed(0)} MB, after the hostile run ${rssAfterHostile.toFixed(0)} MB (bar: under 300 MB)`);
+if (fivexx.length) console.log("5xx:\n  " + fivexx.slice(0, 20).join("\n  "));
+
+// Mixed load afterwards: 200 connections, valid (list contacts, track) and invalid (malformed, deep) requests.
+const mixed: number[] = [];
+const mixedEnd = Date.now() + 10_000;
+const valid = (i: number): Req =>
+  i % 2
+    ? { method: "GET", path: "/contacts?limit=20", headers: authHeaders("secret"), kind: "valid" }
+    : { method: "POST", path: "/v1/track", headers: { ...authHeaders("public"), "content-type": "application/json" }, body: JSON.stringify({ email: `m${i}@example.com`, event: "visit" }), kind: "valid" };
+const invalid = (i: number): Req =>
+  i % 2
+    ? { method: "POST", path: "/contacts", headers: { ...authHeaders("secret"), "content-type": "application/json" }, body: '{"email":', kind: "invalid" }
+    : { method: "POST", path: "/v1/track", headers: { ...authHeaders("public"), "content-type": "application/json" }, body: DEEP, kind: "invalid" };
+let n = 0;
+await Promise.all(
+  Array.from({ length: 200 }, async () => {
+    while (Date.now() < mixedEnd) {
+      const i = n++;
+      const r = i % 4 === 3 ? invalid(i) : valid(i);
+      const t0 = performance.now();
+      try {
+        const res = await fetch(srv.url + r.path, { method: r.method, headers: r.headers, body: r.body });
+        await res.arrayBuffer();
+        mixed.push(performance.now() - t0);
+      } catch {
+        clientErrors++;
+      }
+    }
+  }),
+);
+console.log(`mixed load after the hostile run (200 connections, 3/4 valid): ${mixed.length} requests, p50 ${pct(mixed, 50).toFixed(1)} ms, p99 ${pct(mixed, 99).toFixed(1)} ms`);
+console.log(`server RSS: peak ${peakRss.toFixed(0)} MB overall, now ${rssMb(srv.pid).toFixed(0)} MB`);
+clearInterval(sampler);
+await srv.kill();
+process.exit(fivexx.length ? 1 : 0);

@@ -1,0 +1,236 @@
+// Request bodies, bounded before they are read (issue 12): a per-route byte limit checked against
+// Content-Length before anything is read and enforced again while streaming (chunked bodies), and a
+// nesting-depth limit checked on the JSON text before it is parsed. A rejected body is never buffered
+// past its limit and never reaches a validator.
+import { AppError, payloadTooLarge, validationError } from "./errors";
+
+/** Default request body limit. */
+export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+/** Deepest JSON accepted anywhere (objects and arrays counted; `{"a":[1]}` is depth 2). */
+export const MAX_JSON_DEPTH = 32;
+
+const MB = 1024 * 1024;
+/** Routes that need more than the default (prefix match on the path; first match wins). */
+const LIMITS: [prefix: string, bytes: number][] = [
+  // A 40 MB message with 10 MB of base64 attachments is ~54 MB of JSON.
+  ["/v1/send", 60 * MB],
+  // 5 MB CSV / 5 MB image plus multipart framing; the routes answer 413 for a larger file themselves.
+  ["/contacts/import", 5 * MB + 64 * 1024],
+  ["/uploads/image", 5 * MB + 64 * 1024],
+  // HTML bodies of templates and campaigns.
+  ["/templates", 5 * MB],
+  ["/campaigns", 5 * MB],
+];
+
+export function bodyLimitFor(path: string): number {
+  for (const [prefix, bytes] of LIMITS) if (path.startsWith(prefix)) return bytes;
+  return DEFAULT_BODY_LIMIT;
+}
+
+export const bodyTooLarge = (limit: number) =>
+  payloadTooLarge(`The request body is larger than this endpoint accepts (${limit} bytes)`);
+
+/** Raw text of JSON request bodies, for routes that verify a signature over the exact bytes (webhooks). */
+export const rawBodies = new WeakMap<Request, string>();
+
+/**
+ * Bodies refused while parsing (too deep). The parser yields an empty object so that authentication
+ * still answers first; the auth macro, the validation mapper and a global beforeHandle then throw this.
+ */
+export const rejectedBodies = new WeakMap<Request, AppError>();
+
+export function pathOf(request: Request): string {
+  const url = request.url;
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  if (start < 0) return "/";
+  const q = url.indexOf("?", start);
+  return q < 0 ? url.slice(start) : url.slice(start, q);
+}
+
+/** 413 before reading when the declared length is over the route's limit. */
+export function checkDeclaredLength(request: Request): void {
+  const declared = request.headers.get("content-length");
+  if (!declared) return;
+  const n = Number(declared);
+  const limit = bodyLimitFor(pathOf(request));
+  if (Number.isFinite(n) && n > limit) throw bodyTooLarge(limit);
+}
+
+/**
+ * A body over the default limit on a secret-key-only route (/v1/send): the key is checked before a
+ * byte is read, so nobody without one can make the server read 60 MB.
+ */
+export function needsKeyBeforeBody(request: Request): boolean {
+  const path = pathOf(request);
+  if (!path.startsWith("/v1/send")) return false;
+  const declared = Number(request.headers.get("content-length") ?? Number.NaN);
+  return !Number.isFinite(declared) || declared > DEFAULT_BODY_LIMIT;
+}
+
+/**
+ * Reads the body, stopping (and cancelling the stream) as soon as it passes `limit` bytes. A body
+ * with a Content-Length (already checked against the limit in onRequest) is read natively in one go.
+ */
+export async function readBounded(request: Request, limit: number): Promise<Uint8Array> {
+  const body = request.body;
+  if (!body) return new Uint8Array(0);
+  if (request.headers.has("content-length")) return new Uint8Array(await request.arrayBuffer());
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > limit) {
+      reader.cancel().catch(() => undefined);
+      throw bodyTooLarge(limit);
+    }
+    chunks.push(value);
+  }
+  if (chunks.length === 1) return chunks[0]!;
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
+}
+
+/**
+ * True when the JSON text nests objects/arrays deeper than `max`. One pass over the characters,
+ * skipping strings; stops at the first level past the limit.
+ */
+export function jsonTooDeep(text: string, max = MAX_JSON_DEPTH): boolean {
+  let depth = 0;
+  const n = text.length;
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 34) {
+      // Skip the string, honouring backslash escapes.
+      for (i++; i < n; i++) {
+        const d = text.charCodeAt(i);
+        if (d === 92) i++;
+        else if (d === 34) break;
+      }
+    } else if (c === 123 || c === 91) {
+      if (++depth > max) return true;
+    } else if (c === 125 || c === 93) depth--;
+  }
+  return false;
+}
+
+export const tooDeep = () =>
+  validationError(
+    [{ field: "body", message: `JSON nests deeper than ${MAX_JSON_DEPTH} levels`, code: "too_deep" }],
+    `Request body nests deeper than ${MAX_JSON_DEPTH} levels`,
+  );
+
+
+/** readBounded for text: native text() for a declared length; a chunked body is collected, then decoded once. */
+export async function readBoundedText(request: Request, limit: number): Promise<string> {
+  if (!request.body) return "";
+  if (request.headers.has("content-length")) return request.text();
+  return new TextDecoder().decode(await readBounded(request, limit));
+}
+
+/**
+ * Bodies over the default limit (a big /v1/send, a CSV, an image) are read and parsed one at a
+ * time (MAX_LARGE_READS): a burst of 50 MB bodies waits its turn instead of stacking up in memory
+ * (an unread body costs nothing: it stays in the socket).
+ */
+export const MAX_LARGE_READS = 1;
+let largeReads = 0;
+const largeWaiters: (() => void)[] = [];
+
+async function largeSlot<T>(fn: () => Promise<T>): Promise<T> {
+  while (largeReads >= MAX_LARGE_READS) await new Promise<void>((resolve) => largeWaiters.push(resolve));
+  largeReads++;
+  try {
+    return await fn();
+  } finally {
+    largeReads--;
+    largeWaiters.shift()?.();
+  }
+}
+
+function isLarge(request: Request, limit: number): boolean {
+  if (limit <= DEFAULT_BODY_LIMIT) return false;
+  const declared = Number(request.headers.get("content-length") ?? Number.NaN);
+  return !Number.isFinite(declared) || declared > DEFAULT_BODY_LIMIT;
+}
+
+/**
+ * Routes that parse their own (small) bodies: the subscription pages' forms and the SNS webhook.
+ * Their Content-Length is still checked against the default limit before anything is read.
+ */
+const OWN_PARSERS = ["/unsubscribe/", "/subscribe/", "/manage/", "/webhooks/sns"];
+
+/** multipart/form-data as Elysia shapes it: one value per field, an array for repeated fields. */
+async function parseMultipart(bytes: Uint8Array, contentType: string): Promise<Record<string, unknown>> {
+  const form = await new Response(bytes as Uint8Array<ArrayBuffer>, { headers: { "content-type": contentType } }).formData();
+  const out: Record<string, unknown> = {};
+  for (const key of new Set(form.keys())) {
+    if (key === "__proto__" || key === "constructor" || key === "prototype") continue;
+    const all = form.getAll(key);
+    out[key] = all.length === 1 ? all[0] : all;
+  }
+  return out;
+}
+
+function parseUrlencoded(text: string): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const params = new URLSearchParams(text);
+  for (const key of new Set(params.keys())) {
+    if (key === "__proto__" || key === "constructor" || key === "prototype") continue;
+    const all = params.getAll(key);
+    out[key] = all.length === 1 ? all[0] : all;
+  }
+  return out;
+}
+
+/**
+ * The app-wide body parser (server.ts onParse). Returns the parsed body, or undefined to leave the
+ * request to a route's own parser (routes in `ownParsers`, which read small bodies themselves).
+ * `malformed` is called for JSON that does not parse (answered 400 after authentication).
+ */
+export async function parseBody(request: Request, contentType: string | undefined, malformed: (r: Request) => void): Promise<unknown> {
+  const path = pathOf(request);
+  if (OWN_PARSERS.some((p) => path.startsWith(p))) return;
+  const limit = bodyLimitFor(path);
+  const read = () => readAndParse(request, path, limit, contentType, malformed);
+  return isLarge(request, limit) ? largeSlot(read) : read();
+}
+
+async function readAndParse(request: Request, path: string, limit: number, contentType: string | undefined, malformed: (r: Request) => void): Promise<unknown> {
+  const type = (contentType ?? "").toLowerCase();
+  if (!type || type.startsWith("application/json") || type.endsWith("+json")) {
+    const text = await readBoundedText(request, limit);
+    if (!text) return;
+    // Kept only where a signature is checked over the exact bytes (a 50 MB send body is not kept twice).
+    if (path.startsWith("/webhooks/")) rawBodies.set(request, text);
+    if (jsonTooDeep(text)) {
+      rejectedBodies.set(request, tooDeep());
+      return {};
+    }
+    try {
+      return JSON.parse(text);
+    } catch {
+      malformed(request);
+      return {};
+    }
+  }
+  if (type.startsWith("multipart/form-data")) {
+    const bytes = await readBounded(request, limit);
+    try {
+      // Elysia hands parsers the MIME type without its parameters: the boundary is in the header.
+      return await parseMultipart(bytes, request.headers.get("content-type") ?? contentType!);
+    } catch {
+      throw new AppError(400, "BAD_REQUEST", "Malformed multipart/form-data body");
+    }
+  }
+  if (type.startsWith("application/x-www-form-urlencoded")) return parseUrlencoded(await readBoundedText(request, limit));
+  if (type.startsWith("text/")) return readBoundedText(request, limit);
+  return (await readBounded(request, limit)).slice().buffer;
+}

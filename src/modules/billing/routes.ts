@@ -1,0 +1,74 @@
+import { Elysia, t } from "elysia";
+import type { AppContext } from "../../context";
+import { authPlugin } from "../../http/auth";
+import { rawBodies } from "../../http/body";
+import { projectForMember, requireRole } from "../projects/service";
+import * as svc from "./service";
+
+const IdParams = t.Object({ id: t.String() });
+const Cap = t.Union([t.Integer({ minimum: 0, maximum: 1_000_000_000_000 }), t.Null()]);
+const LimitsBody = t.Object(
+  { transactional: t.Optional(Cap), campaigns: t.Optional(Cap), workflows: t.Optional(Cap), inbound: t.Optional(Cap) },
+  { additionalProperties: false },
+);
+const Url = t.String({ minLength: 1, maxLength: 2000, pattern: "^https?://" });
+
+/** Billing endpoints of the dashboard (session) and the payment provider's webhook. */
+export function billingRoutes(ctx: AppContext) {
+  return new Elysia()
+    .use(authPlugin(ctx))
+    .get(
+      "/users/@me/projects/:id/billing-limits",
+      async ({ auth, params }) => {
+        await projectForMember(ctx, params.id, auth.userId!);
+        return svc.getLimits(ctx, params.id);
+      },
+      { auth: "session", params: IdParams },
+    )
+    .put(
+      "/users/@me/projects/:id/billing-limits",
+      async ({ auth, params, body }) => {
+        const m = await projectForMember(ctx, params.id, auth.userId!);
+        requireRole(m.role, ["OWNER", "ADMIN"], "change billing limits");
+        return svc.updateLimits(ctx, params.id, body);
+      },
+      { auth: "session", params: IdParams, body: LimitsBody },
+    )
+    .get(
+      "/users/@me/projects/:id/billing-consumption",
+      async ({ auth, params }) => {
+        await projectForMember(ctx, params.id, auth.userId!);
+        return svc.consumption(ctx, params.id);
+      },
+      { auth: "session", params: IdParams },
+    )
+    .get(
+      "/users/@me/projects/:id/billing-invoices",
+      async ({ auth, params }) => {
+        await projectForMember(ctx, params.id, auth.userId!);
+        return svc.invoices(ctx, params.id);
+      },
+      { auth: "session", params: IdParams },
+    )
+    .post(
+      "/users/@me/projects/:id/checkout",
+      async ({ auth, params, body }) => {
+        const m = await projectForMember(ctx, params.id, auth.userId!);
+        requireRole(m.role, ["OWNER", "ADMIN"], "manage billing");
+        return svc.checkout(ctx, params.id, body ?? {});
+      },
+      { auth: "session", params: IdParams, body: t.Optional(t.Object({ successUrl: t.Optional(Url), cancelUrl: t.Optional(Url) })) },
+    )
+    .post(
+      "/users/@me/projects/:id/billing-portal",
+      async ({ auth, params, body }) => {
+        const m = await projectForMember(ctx, params.id, auth.userId!);
+        requireRole(m.role, ["OWNER", "ADMIN"], "manage billing");
+        return svc.billingPortal(ctx, params.id, body ?? {});
+      },
+      { auth: "session", params: IdParams, body: t.Optional(t.Object({ returnUrl: t.Optional(Url) })) },
+    )
+    .post("/webhooks/incoming/stripe", ({ request }) =>
+      svc.handleStripeWebhook(ctx, rawBodies.get(request) ?? "", request.headers.get("stripe-signature")),
+    );
+}

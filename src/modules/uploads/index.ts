@@ -1,0 +1,12 @@
+import type { ModuleDef } from "../module";
+import { uploadRoutes } from "./routes";
+import { uploadCount } from "./service";
+
+/** Image uploads stored in the database, served publicly. */
+export const uploadsModule: ModuleDef = {
+  name: "uploads",
+  routes: uploadRoutes,
+  install(ctx) {
+    ctx.hooks.setupState.push((c, projectId) => uploadCount(c, projectId));
+  },
+};
