@@ -45,6 +45,8 @@ export interface Config {
   stripePriceId?: string;
   /** Base URL of the Stripe API (tests point it at a local fake); default https://api.stripe.com. */
   stripeApiBase?: string;
+  /** Keep the event rollups (the analytics.rollups feed consumer); off only to measure their cost. */
+  analyticsRollups: boolean;
 }
 
 interface Option {
@@ -103,6 +105,7 @@ export const OPTIONS: Option[] = [
   { key: "mtaSts", env: "MAILSVC_MTA_STS", flag: "--mta-sts", help: "honour recipients' MTA-STS policies (enforce: verified TLS to listed MX only)", parse: bool },
   { key: "mtaStsCa", env: "MAILSVC_MTA_STS_CA", flag: "--mta-sts-ca", help: "PEM file of extra CAs trusted for MTA-STS policy hosts and MX certificates", parse: str },
   { key: "mtaStsPort", env: "MAILSVC_MTA_STS_PORT", flag: "--mta-sts-port", help: "HTTPS port of MTA-STS policy hosts", parse: int("mta-sts port") },
+  { key: "analyticsRollups", env: "MAILSVC_ANALYTICS_ROLLUPS", flag: "--analytics-rollups", help: "fold new events into the analytics rollups (off: aggregates stay exact but read the events; for benchmarks)", parse: bool },
   { key: "metricsToken", env: "MAILSVC_METRICS_TOKEN", flag: "--metrics-token", help: "bearer token required by /metrics", parse: str },
   { key: "campaignBatchSize", env: "MAILSVC_CAMPAIGN_BATCH_SIZE", flag: "--campaign-batch-size", help: "contacts written per campaign fan-out transaction", parse: int("campaign batch size") },
   { key: "sendRate", env: "MAILSVC_SEND_RATE", flag: "--send-rate", help: "outbound messages per second per project (default unlimited)", parse: int("send rate") },
@@ -137,6 +140,7 @@ function defaults(): Omit<Config, "publicUrl"> & { publicUrl?: string } {
     webhookRetryScheduleMs: list(DEFAULT_WEBHOOK_RETRY_SCHEDULE).map(parseDuration),
     mtaSts: true,
     mtaStsPort: 443,
+    analyticsRollups: true,
   };
 }
 

@@ -9,6 +9,7 @@ import m007 from "../../migrations/007_event_feed.sql" with { type: "text" };
 import m008 from "../../migrations/008_segments.sql" with { type: "text" };
 import m009 from "../../migrations/009_campaigns.sql" with { type: "text" };
 import m010 from "../../migrations/010_workflows.sql" with { type: "text" };
+import m011 from "../../migrations/011_analytics.sql" with { type: "text" };
 import m012 from "../../migrations/012_billing_uploads.sql" with { type: "text" };
 import m014 from "../../migrations/014_deliverability.sql" with { type: "text" };
 
@@ -23,6 +24,7 @@ export const MIGRATIONS: { name: string; sql: string }[] = [
   { name: "008_segments", sql: m008 },
   { name: "009_campaigns", sql: m009 },
   { name: "010_workflows", sql: m010 },
+  { name: "011_analytics", sql: m011 },
   { name: "012_billing_uploads", sql: m012 },
   { name: "014_deliverability", sql: m014 },
 ];

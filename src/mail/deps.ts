@@ -5,5 +5,5 @@ export { renderHtml, renderSubject, renderText } from "./render";
 export { bounceDomainFor } from "./address";
 export { getSigningKey, type SigningKey } from "./signing-keys";
 export { setSubscribed } from "../audience/contacts";
-export { recordEvent, notifyEvents, type RecordedEvent } from "../audience/events";
+export { recordEvent, notifyEvents, newEventId, type RecordedEvent } from "../audience/events";
 export { insertEventRaw } from "../audience/raw";

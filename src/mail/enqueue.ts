@@ -9,6 +9,7 @@ import type { DB } from "../db";
 import type { EmailContentsTable, EmailSourceType, EmailStatus, EmailsTable } from "../db/tables/delivery";
 import type { AttachmentInput } from "./compose";
 import { messageIdFor } from "./build";
+import { insertEventRaw, newEventId, type RecordedEvent } from "./deps";
 
 type Db = Kysely<DB> | Transaction<DB>;
 
@@ -100,13 +101,43 @@ export async function insertContent(db: Db, now: number, c: NewContent): Promise
   return id;
 }
 
-/** Our MAILSVC_HOSTNAME is needed for the Message-ID, so callers pass it. */
-export async function insertEmails(db: Db, now: number, hostname: string, rows: NewEmail[]): Promise<string[]> {
+/** The `email.suppressed` event of an email recorded SUPPRESSED at enqueue (never attempted). */
+function suppressedEvent(id: string, e: NewEmail): Omit<RecordedEvent, "eventId"> | null {
+  if ((e.status ?? "PENDING") !== "SUPPRESSED" || !e.projectId || !e.contactId) return null;
+  return { projectId: e.projectId, contactId: e.contactId, name: "email.suppressed", data: { emailId: id, to: e.toEmail, reply: SUPPRESSED_REPLY } };
+}
+
+/**
+ * Our MAILSVC_HOSTNAME is needed for the Message-ID, so callers pass it. A SUPPRESSED row records
+ * its `email.suppressed` event in the same transaction; pass `recorded` to notify it after the commit.
+ */
+export async function insertEmails(db: Db, now: number, hostname: string, rows: NewEmail[], recorded?: RecordedEvent[]): Promise<string[]> {
   if (!rows.length) return [];
   const values = rows.map((e) => emailRow(Bun.randomUUIDv7(), now, hostname, e));
   // SQLite caps bound parameters per statement: 500 rows at a time.
   for (let i = 0; i < values.length; i += 500) await db.insertInto("emails").values(values.slice(i, i + 500)).execute();
-  return values.map((v) => v.id);
+  const events = rows.flatMap((e, i) => {
+    const ev = suppressedEvent(values[i]!.id!, e);
+    return ev ? [{ ...ev, eventId: newEventId(now) }] : [];
+  });
+  for (let i = 0; i < events.length; i += 500) {
+    await db
+      .insertInto("events")
+      .values(
+        events.slice(i, i + 500).map((ev) => ({
+          id: ev.eventId,
+          project_id: ev.projectId,
+          contact_id: ev.contactId,
+          name: ev.name,
+          data: JSON.stringify(ev.data),
+          email_id: ev.data.emailId as string,
+          created_at: now,
+        })),
+      )
+      .execute();
+  }
+  recorded?.push(...events);
+  return values.map((v) => v.id!);
 }
 
 /** The addresses among `emails` (lower-case) that are suppressed in the project. */
@@ -149,10 +180,15 @@ export function insertContentRaw(sqlite: Database, now: number, c: NewContent): 
   return id;
 }
 
-export function insertEmailRaw(sqlite: Database, now: number, hostname: string, e: NewEmail): string {
+export function insertEmailRaw(sqlite: Database, now: number, hostname: string, e: NewEmail, recorded?: RecordedEvent[]): string {
   const id = Bun.randomUUIDv7();
   const row = emailRow(id, now, hostname, e) as Record<string, unknown>;
   sqlite.query(INSERT_EMAIL).run(...(EMAIL_COLUMNS.map((k) => row[k] ?? null) as never[]));
+  const ev = suppressedEvent(id, e);
+  if (ev) {
+    const eventId = insertEventRaw(sqlite, now, { ...ev, emailId: id });
+    recorded?.push({ ...ev, eventId });
+  }
   return id;
 }
 

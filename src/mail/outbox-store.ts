@@ -130,7 +130,9 @@ export type OutcomeWrite =
  */
 export function writeOutcomes(sqlite: Database, now: number, outcomes: OutcomeWrite[], events: EventRow[]): RecordedEvent[] {
   const delivered = sqlite.query(
-    `UPDATE emails SET status = ?, attempts = attempts + 1, sent_at = COALESCE(sent_at, ?),
+    // An open or click recorded while the row was SENDING (a scanner faster than our commit) keeps its status.
+    `UPDATE emails SET status = CASE WHEN clicked_at IS NOT NULL THEN 'CLICKED' WHEN opened_at IS NOT NULL THEN 'OPENED' ELSE ? END,
+       attempts = attempts + 1, sent_at = COALESCE(sent_at, ?),
        delivered_at = CASE WHEN ? = 'DELIVERED' THEN ? ELSE delivered_at END,
        last_reply = ?, mx_host = ?, lease_until = NULL, next_attempt_at = NULL, updated_at = ?
      WHERE id = ? AND status = 'SENDING'`,

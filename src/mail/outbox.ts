@@ -118,6 +118,12 @@ interface PendingOutcome {
 
 const yieldToEventLoop = () => new Promise<void>((r) => setImmediate(r));
 
+/** The contact event of an outcome decided without an attempt (suppressed, content missing). */
+function outcomeEvent(row: ClaimedEmail, name: string, extra: Record<string, unknown>): EventRow[] {
+  if (!row.project_id || !row.contact_id) return [];
+  return [{ projectId: row.project_id, contactId: row.contact_id, name, emailId: row.id, data: { emailId: row.id, to: row.to_email, ...extra } }];
+}
+
 export class Outbox {
   readonly opts: OutboxOptions;
   private readonly inflight = new Map<string, ClaimedEmail>();
@@ -309,12 +315,14 @@ export class Outbox {
       const row = rows[i]!;
       if (this.stopped) break; // left in `inflight`: stop() puts them back
       if (row.project_id && suppressed.has(`${row.project_id}|${row.to_email}`)) {
-        builds.push(this.settle(row, { write: { kind: "SUPPRESSED", id: row.id, reply: "address is suppressed (earlier hard bounce or complaint)" }, events: [] }));
+        const reply = "address is suppressed (earlier hard bounce or complaint)";
+        builds.push(this.settle(row, { write: { kind: "SUPPRESSED", id: row.id, reply }, events: outcomeEvent(row, "email.suppressed", { reply }) }));
         continue;
       }
       const content = this.contents.get(row.content_id);
       if (!content) {
-        builds.push(this.settle(row, { write: { kind: "FAILED", id: row.id, reply: "local error: email content missing", host: null }, events: [] }));
+        const reply = "local error: email content missing";
+        builds.push(this.settle(row, { write: { kind: "FAILED", id: row.id, reply, host: null }, events: outcomeEvent(row, "email.failed", { reply, attempt: row.attempts + 1 }) }));
         continue;
       }
       // Content marked no_tracking (a campaign's test send) is never tracked.
@@ -408,6 +416,10 @@ export class Outbox {
       out = { bounce: { id: row.id, projectId: row.project_id, contactId: row.contact_id, email: row.to_email, reply, host: info.host }, events };
     } else {
       const wait = this.ctx.config.retryScheduleMs[row.attempts];
+      // Every retry and the final failure are on the contact's trail too, with the remote reply.
+      const attempt = { emailId: row.id, to: row.to_email, code: result.code, reply, attempt: row.attempts + 1, ...(info.host ? { mxHost: info.host } : {}) };
+      if (wait === undefined) ev("email.failed", attempt);
+      else ev("email.deferred", { ...attempt, nextAttemptAt: new Date(now + wait).toISOString() });
       out =
         wait === undefined
           ? { write: { kind: "FAILED", id: row.id, reply, host: info.host }, events }

@@ -2,6 +2,7 @@ import { activityModule } from "./activity";
 import { billingModule } from "./billing";
 import { campaignsModule } from "./campaigns";
 import { audienceCountModule } from "./audience-count";
+import { analyticsModule } from "./analytics";
 import { contactsModule } from "./contacts";
 import { domainsModule } from "./domains";
 import { emailsModule } from "./emails";
@@ -37,6 +38,7 @@ export const MODULES: ModuleDef[] = [
   trackingModule,
   emailsModule,
   activityModule,
+  analyticsModule,
   metricsModule,
   workflowsModule,
   audienceCountModule,

@@ -25,6 +25,8 @@ export interface SmtpSink {
   onRcpt: (rcpt: string, attempt: number) => SinkReply | undefined;
   /** Per-message delay before answering DATA (ms). */
   delayMs: number;
+  /** When set, a message is recorded at once and the reply to its DATA waits for this promise. */
+  hold: Promise<void> | null;
   rcptAttempts: Map<string, number>;
   connections: number;
   waitFor(count: number, timeoutMs?: number): Promise<SinkMessage[]>;
@@ -51,6 +53,7 @@ export async function startSmtpSink(opts: SinkOptions = {}): Promise<SmtpSink> {
     messages: [],
     onRcpt: () => undefined,
     delayMs: 0,
+    hold: null,
     rcptAttempts: new Map(),
     connections: 0,
     async waitFor(count, timeoutMs = 10_000) {
@@ -70,6 +73,7 @@ export async function startSmtpSink(opts: SinkOptions = {}): Promise<SmtpSink> {
       sink.rcptAttempts.clear();
       sink.onRcpt = () => undefined;
       sink.delayMs = 0;
+      sink.hold = null;
     },
     close: async () => {},
   };
@@ -108,6 +112,7 @@ export async function startSmtpSink(opts: SinkOptions = {}): Promise<SmtpSink> {
       stream.on("end", async () => {
         if (sink.delayMs) await Bun.sleep(sink.delayMs);
         const raw = Buffer.concat(chunks);
+        const hold = sink.hold;
         sink.messages.push({
           from: session.envelope.mailFrom ? session.envelope.mailFrom.address : "",
           to: session.envelope.rcptTo.map((r) => r.address),
@@ -117,6 +122,7 @@ export async function startSmtpSink(opts: SinkOptions = {}): Promise<SmtpSink> {
           receivedAt: Date.now(),
           parse: () => simpleParser(raw),
         });
+        if (hold) await hold;
         cb(null, "2.0.0 Ok: queued");
       });
     },

@@ -45,34 +45,10 @@ export function listActivity(db: Kysely<DB>, projectId: string, f: ActivityFilte
 
 export type ActivityRow = Awaited<ReturnType<typeof listActivity>>[number];
 
-const isUnfiltered = (f: ActivityFilters) =>
-  !f.types?.length && !f.name && !f.contactId && f.fromMs === undefined && f.toMs === undefined;
-
+/** Counts a filtered feed that has no rollup (a contact's events): one pass over the (contact_id, id) index. */
 export async function countActivity(db: Kysely<DB>, projectId: string, f: ActivityFilters): Promise<number> {
-  if (isUnfiltered(f)) {
-    const c = await db.selectFrom("event_counts").select("total").where("project_id", "=", projectId).executeTakeFirst();
-    return c?.total ?? 0;
-  }
   const r = await filtered(db, projectId, f).select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow();
   return Number(r.n);
-}
-
-/** Counts per event name in a window: one pass over the (project_id, name, id) index. */
-export async function countsByName(db: Kysely<DB>, projectId: string, fromMs: number, toMs: number) {
-  const rows = await db
-    .selectFrom("events")
-    .select(["name", (eb) => eb.fn.countAll<number>().as("n")])
-    .where("project_id", "=", projectId)
-    .where("id", ">=", idAtTime(fromMs))
-    .where("id", "<", idAtTime(toMs + 1))
-    .groupBy("name")
-    .execute();
-  return Object.fromEntries(rows.map((r) => [r.name, Number(r.n)])) as Record<string, number>;
-}
-
-export async function distinctNames(db: Kysely<DB>, projectId: string): Promise<string[]> {
-  const rows = await db.selectFrom("events").select("name").distinct().where("project_id", "=", projectId).execute();
-  return rows.map((r) => r.name);
 }
 
 /** Emails waiting for a (re)try and import/bulk jobs still queued: the upcoming work that exists now. */

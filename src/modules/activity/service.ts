@@ -1,13 +1,11 @@
-import { parseTimeParam } from "../../http/params";
 import { isReservedEventName } from "../../audience/events";
 import { iso } from "../../clock";
 import type { AppContext, UpcomingItem } from "../../context";
 import { badRequest } from "../../http/errors";
 import { cursorPage, type CursorParams } from "../../http/pagination";
+import { eventNames, eventTotal, windowCounts } from "../analytics/service";
 import {
   countActivity,
-  countsByName,
-  distinctNames,
   listActivity,
   upcomingEmails,
   upcomingJobs,
@@ -44,15 +42,41 @@ export function viewActivity(r: ActivityRow) {
   };
 }
 
-/** Accepts an ISO date or epoch milliseconds (range-checked: see src/http/params.ts). */
-export function parseTime(raw: string | undefined, name: string): number | undefined {
-  return parseTimeParam(raw, name);
-}
+/** Accepts an ISO date or epoch milliseconds (the analytics window rules). */
+export { parseTime } from "../analytics/service";
 
 export async function feed(ctx: AppContext, projectId: string, f: ActivityFilters, page: CursorParams) {
   const rows = await listActivity(ctx.db, projectId, f, page.after?.id ?? null, page.limit);
-  const total = page.isFirstPage ? await countActivity(ctx.db, projectId, f) : 0;
+  const total = page.isFirstPage ? await countFeed(ctx, projectId, f) : 0;
   return cursorPage(rows, page, { total: () => total, sortValue: () => null, id: (r) => r.id, map: viewActivity });
+}
+
+/** The names a type/name filter selects (undefined: every name). */
+async function namesOf(ctx: AppContext, projectId: string, f: ActivityFilters): Promise<string[] | undefined> {
+  let names: Set<string> | undefined;
+  if (f.types?.length) {
+    names = new Set(f.types.filter((t) => t !== "event"));
+    if (f.types.includes("event")) for (const r of await eventNames(ctx, projectId)) if (!isReservedEventName(r.name)) names.add(r.name);
+  }
+  if (f.name) names = !names || names.has(f.name) ? new Set([f.name]) : new Set();
+  return names && [...names];
+}
+
+/** The feed's total from the rollups; a contact's feed is counted on its own index. */
+async function countFeed(ctx: AppContext, projectId: string, f: ActivityFilters): Promise<number> {
+  if (f.contactId) return countActivity(ctx.db, projectId, f);
+  const names = await namesOf(ctx, projectId, f);
+  if (f.fromMs === undefined && f.toMs === undefined) {
+    if (!names) return eventTotal(ctx, projectId);
+    const want = new Set(names);
+    return (await eventNames(ctx, projectId)).reduce((n, r) => n + (want.has(r.name) ? Number(r.count) : 0), 0);
+  }
+  const from = f.fromMs ?? 0;
+  const to = f.toMs !== undefined ? f.toMs + 1 : Math.max(ctx.clock.now(), from) + 1;
+  if (from >= to) return 0;
+  let n = 0;
+  for (const c of (await windowCounts(ctx, projectId, from, to, names)).values()) n += c;
+  return n;
 }
 
 const STAT_NAMES: Record<string, string> = {
@@ -77,7 +101,7 @@ export async function stats(ctx: AppContext, projectId: string, window: { fromMs
   const toMs = window.toMs ?? ctx.clock.now();
   const fromMs = window.fromMs ?? toMs - 30 * DAY;
   if (fromMs > toMs) throw badRequest("from must be before to");
-  const byName = await countsByName(ctx.db, projectId, fromMs, toMs);
+  const byName = Object.fromEntries(await windowCounts(ctx, projectId, fromMs, toMs + 1));
   const counts: Record<string, number> = {};
   for (const [k, name] of Object.entries(STAT_NAMES)) counts[k] = byName[name] ?? 0;
   let all = 0;
@@ -101,13 +125,13 @@ export async function stats(ctx: AppContext, projectId: string, window: { fromMs
 }
 
 export async function recentCount(ctx: AppContext, projectId: string, sinceMs: number | undefined, minutes: number) {
-  const since = sinceMs ?? ctx.clock.now() - minutes * 60_000;
-  return { count: await countActivity(ctx.db, projectId, { fromMs: since }), since: iso(since) };
+  const since = sinceMs ?? Math.max(0, ctx.clock.now() - minutes * 60_000);
+  return { count: await countFeed(ctx, projectId, { fromMs: since }), since: iso(since) };
 }
 
 export async function types(ctx: AppContext, projectId: string): Promise<string[]> {
-  const names = await distinctNames(ctx.db, projectId);
-  return [...new Set(names.map(activityType))].sort();
+  const names = await eventNames(ctx, projectId);
+  return [...new Set(names.map((r) => activityType(r.name)))].sort();
 }
 
 export async function upcoming(ctx: AppContext, projectId: string, limit: number): Promise<UpcomingItem[]> {

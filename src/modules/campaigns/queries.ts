@@ -4,6 +4,7 @@ import type { Database } from "bun:sqlite";
 import { sql, type CompiledQuery, type Expression, type Kysely, type Selectable, type SqlBool, type Transaction } from "kysely";
 import { messageIdFor } from "../../mail/build";
 import { SUPPRESSED_REPLY } from "../../mail/enqueue";
+import { insertEventRaw } from "../../audience/raw";
 import type { DB } from "../../db";
 import type { CampaignsTable, CampaignStatus } from "../../db/tables/campaigns";
 
@@ -240,6 +241,8 @@ export function writeFanoutBatchRaw(sqlite: Database, b: BatchInput, varsOf: (r:
       const suppressed = r.suppressed !== null;
       insert.run(id, b.projectId, b.contentId, r.id, r.email, varsOf(r), suppressed ? "SUPPRESSED" : "PENDING", b.campaignId, b.templateId,
         messageIdFor(id, b.hostname), suppressed ? null : b.now, suppressed ? SUPPRESSED_REPLY : null, b.now, b.now);
+      // A suppressed recipient is on the contact's trail too (every delivery outcome is an event).
+      if (suppressed) insertEventRaw(sqlite, b.now, { projectId: b.projectId, contactId: r.id, name: "email.suppressed", emailId: id, data: { emailId: id, to: r.email, campaignId: b.campaignId, reply: SUPPRESSED_REPLY } });
     }
     const lastId = rows[rows.length - 1]!.id;
     sqlite.query("UPDATE campaigns SET fanout_last_id = ? WHERE id = ?").run(lastId, b.campaignId);

@@ -125,28 +125,6 @@ async function scanChunks(ctx: AppContext, projectId: string, perChunk: (range: 
   }
 }
 
-/** Per key and JSON type: how many contacts have it, and how many of its text values look like dates. */
-export async function fieldStats(ctx: AppContext, projectId: string) {
-  const acc = new Map<string, { key: string; type: string; n: number; dates: number }>();
-  await scanChunks(ctx, projectId, async (range) => {
-    const r = await sql<{ key: string; type: string; n: number; dates: number }>`
-      SELECT j.key AS key, j.type AS type, count(*) AS n,
-        sum(j.type = 'text' AND j.atom GLOB '[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]*') AS dates
-      FROM contacts c, json_each(c.data) j
-      WHERE ${range}
-      GROUP BY j.key, j.type`.execute(ctx.db);
-    for (const row of r.rows) {
-      const k = `${row.type}\u0000${row.key}`;
-      const e = acc.get(k);
-      if (e) {
-        e.n += Number(row.n);
-        e.dates += Number(row.dates);
-      } else acc.set(k, { key: row.key, type: row.type, n: Number(row.n), dates: Number(row.dates) });
-    }
-  });
-  return [...acc.values()];
-}
-
 /** Distinct values of one data key with their counts, most frequent first (values as JSON text). */
 export async function fieldValues(ctx: AppContext, projectId: string, key: string, limit: number) {
   const path = jsonPath(key);

@@ -8,6 +8,7 @@ import { aggregateUsage } from "../../audience/usage";
 import { badRequest, conflict, invalidField, notFound, validationError, type FieldError } from "../../http/errors";
 import { cursorPage, type CursorPage, type CursorParams } from "../../http/pagination";
 import { isValidEmail } from "../../mail/address";
+import { fieldStats } from "../analytics/service";
 import * as q from "./queries";
 
 // ---- edge checks shared by routes ---------------------------------------------------------------
@@ -195,24 +196,29 @@ const STANDARD_FIELDS: { name: string; type: FieldType }[] = [
 
 const round2 = (n: number) => Math.round(n * 100) / 100;
 
-/** Standard fields, and custom fields with the type inferred from the stored values and the share of contacts having them. */
+const KIND_TYPE: Record<string, FieldType> = {
+  text: "string",
+  date: "date",
+  integer: "number",
+  real: "number",
+  true: "boolean",
+  false: "boolean",
+  object: "object",
+  array: "object",
+};
+
+/**
+ * Standard fields, and custom fields with the type inferred from the stored values and the share of
+ * contacts having them: read from contact_field_stats (kept by triggers, migration 011), not a scan.
+ */
 export async function listFields(ctx: AppContext, projectId: string) {
-  const [stats, total] = await Promise.all([q.fieldStats(ctx, projectId), q.contactCount(ctx, projectId)]);
+  const [stats, total] = await Promise.all([fieldStats(ctx, projectId), q.contactCount(ctx, projectId)]);
   const byKey = new Map<string, { n: number; types: Set<FieldType> }>();
   for (const s of stats) {
     const e = byKey.get(s.key) ?? { n: 0, types: new Set<FieldType>() };
     e.n += Number(s.n);
-    const t: FieldType =
-      s.type === "text"
-        ? Number(s.dates) === Number(s.n)
-          ? "date"
-          : "string"
-        : s.type === "integer" || s.type === "real"
-          ? "number"
-          : s.type === "true" || s.type === "false"
-            ? "boolean"
-            : "object";
-    if (s.type !== "null") e.types.add(t);
+    const t = KIND_TYPE[s.kind];
+    if (t) e.types.add(t);
     byKey.set(s.key, e);
   }
   const custom = [...byKey]

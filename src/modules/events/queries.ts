@@ -34,35 +34,6 @@ export async function countEvents(ctx: AppContext, f: EventFilter): Promise<numb
   return Number(r.n);
 }
 
-export async function statsByName(ctx: AppContext, projectId: string, from: number, to: number) {
-  const r = await sql<{ name: string; n: number; u: number }>`
-    SELECT name, count(*) AS n, count(DISTINCT contact_id) AS u FROM events
-    WHERE project_id = ${projectId} AND id >= ${idAtTime(from)} AND id < ${idAtTime(to)}
-    GROUP BY name ORDER BY n DESC, name`.execute(ctx.db);
-  return r.rows;
-}
-
-export async function statsTotals(ctx: AppContext, projectId: string, from: number, to: number) {
-  const r = await sql<{ n: number; u: number }>`
-    SELECT count(*) AS n, count(DISTINCT contact_id) AS u FROM events
-    WHERE project_id = ${projectId} AND id >= ${idAtTime(from)} AND id < ${idAtTime(to)}`.execute(ctx.db);
-  return r.rows[0] ?? { n: 0, u: 0 };
-}
-
-export async function statsDaily(ctx: AppContext, projectId: string, from: number, to: number) {
-  const r = await sql<{ d: number; n: number }>`
-    SELECT created_at / 86400000 AS d, count(*) AS n FROM events
-    WHERE project_id = ${projectId} AND id >= ${idAtTime(from)} AND id < ${idAtTime(to)}
-    GROUP BY d ORDER BY d`.execute(ctx.db);
-  return r.rows;
-}
-
-export async function distinctNames(ctx: AppContext, projectId: string) {
-  const r = await sql<{ name: string; n: number; last: string }>`
-    SELECT name, count(*) AS n, max(id) AS last FROM events WHERE project_id = ${projectId} GROUP BY name ORDER BY name`.execute(ctx.db);
-  return r.rows;
-}
-
 export async function deleteByName(ctx: AppContext, projectId: string, name: string): Promise<number> {
   const r = await ctx.db.deleteFrom("events").where("project_id", "=", projectId).where("name", "=", name).executeTakeFirst();
   return Number(r.numDeletedRows);

@@ -1,5 +1,4 @@
 /** The rules of /v1/track and the events endpoints; typed inputs, no HTTP. */
-import { parseTimeParam } from "../../http/params";
 import { iso } from "../../clock";
 import type { AppContext } from "../../context";
 import { dataErrors, type Data } from "../../audience/data-rules";
@@ -10,7 +9,10 @@ import { badRequest, notFound, validationError, type FieldError } from "../../ht
 import { withIdempotency } from "../../http/idempotency";
 import { cursorPage, type CursorParams } from "../../http/pagination";
 import { isValidEmail } from "../../mail/address";
+import { DAY, dailyTotals, eventNames, parseTime, windowCounts } from "../analytics/service";
 import * as q from "./queries";
+
+const MAX_STATS_DAYS = 3_660;
 
 export interface TrackRequest {
   email: string;
@@ -75,11 +77,7 @@ export async function listEvents(ctx: AppContext, projectId: string, input: { na
   return cursorPage(rows, input.page, { total: () => total, sortValue: () => null, id: (r) => r.id, map: viewEvent });
 }
 
-const DAY = 86_400_000;
-
-const parseTime = (raw: string | undefined, name: string) => parseTimeParam(raw, name);
-
-/** Totals, per-name counts and a daily series over [from, to) (default: the last `days`, 30). */
+/** Totals, per-name counts and a daily series over [from, to) (default: the last `days`, 30), read from the rollups. */
 export async function stats(ctx: AppContext, projectId: string, query: { days?: string; from?: string; to?: string }) {
   let days = 30;
   if (query.days !== undefined && query.days !== "") {
@@ -89,26 +87,43 @@ export async function stats(ctx: AppContext, projectId: string, query: { days?: 
   const to = parseTime(query.to, "to") ?? ctx.clock.now() + 1;
   const from = parseTime(query.from, "from") ?? to - days * DAY;
   if (from >= to) throw badRequest("from must be before to");
-  const [totals, byName, daily] = await Promise.all([
-    q.statsTotals(ctx, projectId, from, to),
-    q.statsByName(ctx, projectId, from, to),
-    q.statsDaily(ctx, projectId, from, to),
-  ]);
+  if (to - from > MAX_STATS_DAYS * DAY) throw badRequest(`the window must be at most ${MAX_STATS_DAYS} days`);
+  const byName = await windowCounts(ctx, projectId, from, to);
+  // Whole days from the daily rollup; the partial first and last day counted exactly.
+  const firstDay = Math.floor(from / DAY) * DAY;
+  const lastDay = Math.floor((to - 1) / DAY) * DAY;
+  const daily = new Map<number, number>();
+  const edge = async (d: number) => {
+    let n = 0;
+    for (const c of (await windowCounts(ctx, projectId, Math.max(from, d), Math.min(to, d + DAY))).values()) n += c;
+    daily.set(d, n);
+  };
+  await edge(firstDay);
+  if (lastDay !== firstDay) await edge(lastDay);
+  if (lastDay - firstDay > DAY) {
+    for (const [d, n] of await dailyTotals(ctx, projectId, firstDay + DAY, lastDay)) daily.set(d, n);
+  }
+  const events = [...byName]
+    .filter(([, n]) => n > 0)
+    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+    .map(([name, count]) => ({ name, count }));
   return {
     from: iso(from),
     to: iso(to),
-    total: Number(totals.n),
-    uniqueContacts: Number(totals.u),
-    events: byName.map((r) => ({ name: r.name, count: Number(r.n), uniqueContacts: Number(r.u) })),
-    daily: daily.map((r) => ({ date: iso(Number(r.d) * DAY)!.slice(0, 10), count: Number(r.n) })),
+    total: events.reduce((n, e) => n + e.count, 0),
+    events,
+    daily: [...daily]
+      .filter(([, n]) => n > 0)
+      .sort((a, b) => a[0] - b[0])
+      .map(([d, count]) => ({ date: iso(d)!.slice(0, 10), count })),
   };
 }
 
 export async function names(ctx: AppContext, projectId: string) {
-  const rows = await q.distinctNames(ctx, projectId);
+  const rows = await eventNames(ctx, projectId);
   return {
     names: rows.map((r) => r.name),
-    data: rows.map((r) => ({ name: r.name, count: Number(r.n), lastSeenAt: iso(q.timeOfId(r.last)) })),
+    data: rows.map((r) => ({ name: r.name, count: Number(r.count), lastSeenAt: iso(r.last_at) })),
   };
 }
 

@@ -174,7 +174,7 @@ export async function send(ctx: AppContext, projectId: string, input: SendInput)
           sourceType: "TRANSACTIONAL",
           templateId: tpl?.id ?? null,
           status: isSuppressedRaw(sqlite, projectId, up.contact.email) ? "SUPPRESSED" : "PENDING",
-        });
+        }, events);
         return { contact: { id: up.contact.id, email: up.contact.email }, email };
       });
     })(),

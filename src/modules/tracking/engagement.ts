@@ -5,8 +5,12 @@ import type { AppContext } from "../../context";
 import type { EmailStatus } from "../../db/tables/delivery";
 import { notifyEvents, recordEvent, type PendingEvent } from "./audience";
 
-/** Mail that reached someone: an open or click on anything else is not believable. */
-const REACHED: ReadonlySet<EmailStatus> = new Set(["SENT", "DELIVERED", "OPENED", "CLICKED", "BOUNCED", "COMPLAINED"]);
+/**
+ * Mail that reached someone: an open or click on anything else is not believable. SENDING counts:
+ * a link scanner may fetch within milliseconds of the remote 250, before the outcome is committed;
+ * the row keeps SENDING (the outcome write then lands on OPENED/CLICKED), only the times are set.
+ */
+const REACHED: ReadonlySet<EmailStatus> = new Set(["SENDING", "SENT", "DELIVERED", "OPENED", "CLICKED", "BOUNCED", "COMPLAINED"]);
 const OPEN_FROM: ReadonlySet<EmailStatus> = new Set(["SENT", "DELIVERED"]);
 const CLICK_FROM: ReadonlySet<EmailStatus> = new Set(["SENT", "DELIVERED", "OPENED"]);
 
