@@ -1,24 +1,12 @@
 /** `from` / `to` of the aggregate endpoints: ISO-8601 or epoch ms, checked before anything uses them. */
 import { badRequest } from "../../http/errors";
+import { parseTimeParam } from "../../http/params";
 
 export const HOUR = 3_600_000;
 export const DAY = 86_400_000;
-/** 1970 to the end of year 9999: anything outside is a typo, not a window. */
-const MAX_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
-const ISO = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/;
-
-/** Accepts an ISO-8601 date or date-time, or epoch milliseconds (digits only). Anything else is 400. */
+/** ISO-8601 or epoch milliseconds, range-checked by the one query-time parser (src/http/params.ts). */
 export function parseTime(raw: string | undefined, name: string): number | undefined {
-  if (raw === undefined || raw === "") return undefined;
-  const s = raw.trim();
-  let ms: number;
-  if (/^\d{1,16}$/.test(s)) ms = Number(s);
-  else if (s.length <= 40 && ISO.test(s)) ms = Date.parse(s);
-  else ms = NaN;
-  if (!Number.isFinite(ms) || ms < 0 || ms > MAX_MS) {
-    throw badRequest(`${name} must be an ISO-8601 date-time or epoch milliseconds`, { details: { [name]: raw.slice(0, 100) } });
-  }
-  return ms;
+  return parseTimeParam(raw, name);
 }
 
 export interface Window {
