@@ -5,6 +5,7 @@ import type { DB, Store } from "./db";
 import type { Logger } from "./http/logger";
 import type { KeyCache } from "./http/keys";
 import type { RateLimiter } from "./http/rate-limit";
+import type { EventFeed } from "./jobs/event-feed";
 import type { JobQueue } from "./jobs/queue";
 import type { Schedules } from "./jobs/schedules";
 import type { Metrics } from "./observability/metrics";
@@ -20,6 +21,8 @@ export interface AppContext {
   clock: Clock;
   log: Logger;
   jobs: JobQueue;
+  /** The events table as a durable log with a cursor per consumer (workflow triggers, webhooks). */
+  feed: EventFeed;
   schedules: Schedules;
   keys: KeyCache;
   rateLimiter: RateLimiter;

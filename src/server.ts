@@ -11,6 +11,7 @@ import { clearUnfinishedKeys, purgeExpiredKeys } from "./http/idempotency";
 import { KeyCache } from "./http/keys";
 import { createLogger, type Logger } from "./http/logger";
 import { RateLimiter } from "./http/rate-limit";
+import { EventFeed } from "./jobs/event-feed";
 import { JobQueue } from "./jobs/queue";
 import { Schedules } from "./jobs/schedules";
 import { MODULES } from "./modules";
@@ -59,6 +60,7 @@ export function createContext(config: Config, opts: StartOptions = {}): AppConte
     clock,
     log,
     jobs,
+    feed: new EventFeed(store.db, clock, log),
     schedules: new Schedules(jobs, log, () => clock.now()),
     keys: new KeyCache(store.db),
     rateLimiter: new RateLimiter(config.rateLimit, clock),
@@ -123,6 +125,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
 
   await clearUnfinishedKeys(ctx);
   await ctx.jobs.start();
+  await ctx.feed.start();
   await ctx.schedules.arm();
   ctx.schedules.cron("purge-idempotency-keys", "0 * * * *", () => purgeExpiredKeys(ctx));
   ctx.schedules.cron("wal-checkpoint", "*/5 * * * *", () => {
@@ -141,6 +144,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
         await app.stop();
         for (const m of [...MODULES].reverse()) await m.stop?.(ctx);
         ctx.schedules.stop();
+        await ctx.feed.stop();
         await ctx.jobs.stop();
         ctx.store.close();
         ctx.log.flush();

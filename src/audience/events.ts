@@ -1,7 +1,8 @@
 /**
  * Events: the one table of client events (/v1/track) and system events (contact.subscribed,
  * email.*, segment.<slug>.entry/exit). Writers call recordEvent inside their own transaction and,
- * after it commits, notifyEvents so workflows (ctx.hooks.onEvent) can start.
+ * after it commits, notifyEvents, which wakes the event feed (src/jobs/event-feed.ts: workflow
+ * triggers, outbound webhooks) and calls ctx.hooks.onEvent.
  */
 import type { Kysely, Selectable, Transaction } from "kysely";
 import { iso } from "../clock";
@@ -73,7 +74,9 @@ export async function notifyEvent(ctx: AppContext, ev: RecordedEvent): Promise<v
   }
 }
 
+/** After a commit that recorded events: wakes the event feed's consumers, then calls the onEvent hook. */
 export async function notifyEvents(ctx: AppContext, events: readonly RecordedEvent[]): Promise<void> {
+  if (events.length) ctx.feed.wake();
   if (!ctx.hooks.onEvent) return;
   for (const ev of events) await notifyEvent(ctx, ev);
 }

@@ -113,6 +113,7 @@ export class TrackBatcher {
         }
       }
       for (const [p, r] of done) p.resolve(r);
+      if (done.length) this.ctx.feed.wake();
       if (this.ctx.hooks.onEvent) {
         // Workflows start after the commit, without holding up the next batch.
         const n = notifyEvents(this.ctx, done.flatMap(([, r]) => r.events)).finally(() => this.notifying.delete(n));

@@ -93,12 +93,34 @@ export async function startServer(opts: StartServerOptions = {}): Promise<TestSe
     dbPath,
     api,
     logs,
-    drainJobs: () => svc.ctx.jobs.drain(),
+    async drainJobs() {
+      // Jobs record events and the feed's consumers enqueue jobs: run both until neither has work.
+      for (let i = 0; i < 20; i++) {
+        const before = await pendingWork(svc);
+        await svc.ctx.feed.drain();
+        await svc.ctx.jobs.drain();
+        const after = await pendingWork(svc);
+        if (after === before && after.endsWith(":0")) return;
+      }
+    },
     async close() {
       await svc.stop();
       if (!opts.dbPath) rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** A fingerprint of outstanding work: the newest event seq and the number of due jobs. */
+async function pendingWork(svc: RunningService): Promise<string> {
+  const now = svc.ctx.clock.now();
+  const ev = await svc.ctx.db.selectFrom("events").select((eb) => eb.fn.max("seq").as("max")).executeTakeFirst();
+  const due = await svc.ctx.db
+    .selectFrom("jobs")
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .where("state", "=", "waiting")
+    .where("run_at", "<=", now)
+    .executeTakeFirst();
+  return `${ev?.max ?? 0}:${Number(due?.n ?? 0)}`;
 }
 
 export interface Account {

@@ -1,4 +1,5 @@
-// Table types for the audience part of the schema (migrations/002_audience.sql).
+// Table types for the audience part of the schema (migrations/002_audience.sql, 007_event_feed.sql).
+import type { Generated } from "kysely";
 
 export interface ContactsTable {
   id: string;
@@ -20,6 +21,8 @@ export interface ContactCountsTable {
 }
 
 export interface EventsTable {
+  /** Monotonic, never reused: the event feed's cursor (see src/jobs/event-feed.ts). */
+  seq: Generated<number>;
   id: string;
   project_id: string;
   contact_id: string;
@@ -28,6 +31,12 @@ export interface EventsTable {
   data: string | null;
   email_id: string | null;
   created_at: number;
+}
+
+export interface EventCursorsTable {
+  consumer: string;
+  last_seq: number;
+  updated_at: number;
 }
 
 export interface ContactImportsTable {
@@ -43,5 +52,6 @@ export interface AudienceTables {
   contacts: ContactsTable;
   contact_counts: ContactCountsTable;
   events: EventsTable;
+  event_cursors: EventCursorsTable;
   contact_imports: ContactImportsTable;
 }

@@ -1,0 +1,224 @@
+/**
+ * The event feed: the one `events` table read as a durable log. Each consumer (workflow triggers and
+ * waits, outbound webhooks, …) has a cursor (`event_cursors.last_seq`); the feed hands it the events
+ * after its cursor, in `seq` order, in batches, inside ONE transaction that also moves the cursor. So
+ * what a handler writes in that transaction (an execution row, a job, a delivery row) happens exactly
+ * once per event, and a kill -9 loses nothing: the next start resumes from the cursor.
+ *
+ * Handlers only write to the database (no network, no long work: enqueue a job for that). Writers of
+ * events call `notifyEvents` after their commit, which wakes the feed; a slow poll is the safety net.
+ * A consumer seen for the first time starts at the current end of the log (history is not replayed).
+ * A batch whose handler throws is retried one event at a time; an event that still fails alone is
+ * logged and skipped, so one poisoned event never stops a consumer.
+ */
+import type { Kysely, Transaction } from "kysely";
+import type { Clock } from "../clock";
+import type { DB } from "../db";
+import type { Logger } from "../http/logger";
+
+export interface FeedEvent {
+  seq: number;
+  id: string;
+  projectId: string;
+  contactId: string;
+  name: string;
+  data: Record<string, unknown> | null;
+  emailId: string | null;
+  createdAt: number;
+}
+
+export type FeedHandler = (trx: Transaction<DB>, events: FeedEvent[]) => Promise<void>;
+
+export interface SubscribeOptions {
+  /** Only events whose name passes are handed over (the cursor still moves past the others). */
+  names?: (name: string) => boolean;
+}
+
+interface Consumer {
+  name: string;
+  handler: FeedHandler;
+  names?: (name: string) => boolean;
+  /** The pump of this consumer while one runs; a wake during it asks for one more round. */
+  pumping: Promise<void> | null;
+  again: boolean;
+}
+
+export interface EventFeedOptions {
+  batchSize?: number;
+  pollMs?: number;
+}
+
+export class EventFeed {
+  private consumers = new Map<string, Consumer>();
+  private stopped = true;
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private wakeQueued = false;
+  private readonly batchSize: number;
+  private readonly pollMs: number;
+
+  constructor(
+    private readonly db: Kysely<DB>,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    opts: EventFeedOptions = {},
+  ) {
+    this.batchSize = opts.batchSize ?? 500;
+    this.pollMs = opts.pollMs ?? 1000;
+  }
+
+  /** Registers a consumer (at install time, before start). The name is its durable identity. */
+  subscribe(name: string, handler: FeedHandler, opts: SubscribeOptions = {}): void {
+    if (this.consumers.has(name)) throw new Error(`event feed consumer "${name}" registered twice`);
+    this.consumers.set(name, { name, handler, names: opts.names, pumping: null, again: false });
+  }
+
+  /** Creates missing cursors at the end of the log, then starts following it. */
+  async start(): Promise<void> {
+    if (this.consumers.size) {
+      const now = this.clock.now();
+      const end = await this.db.selectFrom("events").select((eb) => eb.fn.max("seq").as("max")).executeTakeFirst();
+      const last = Number(end?.max ?? 0);
+      await this.db
+        .insertInto("event_cursors")
+        .values([...this.consumers.keys()].map((consumer) => ({ consumer, last_seq: last, updated_at: now })))
+        .onConflict((oc) => oc.column("consumer").doNothing())
+        .execute();
+    }
+    this.stopped = false;
+    this.wake();
+    this.poll();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await Promise.allSettled([...this.consumers.values()].map((c) => c.pumping));
+  }
+
+  /** New events were committed: let every consumer catch up (coalesced to one round per turn). */
+  wake(): void {
+    if (this.stopped || this.wakeQueued || !this.consumers.size) return;
+    this.wakeQueued = true;
+    queueMicrotask(() => {
+      this.wakeQueued = false;
+      for (const c of this.consumers.values()) void this.pump(c);
+    });
+  }
+
+  /** Runs every consumer until it has reached the end of the log (tests). */
+  async drain(): Promise<void> {
+    for (const c of this.consumers.values()) {
+      if (c.pumping) await c.pumping;
+      while ((await this.step(c)) === this.batchSize) {}
+    }
+  }
+
+  private poll(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.wake();
+      this.poll();
+    }, this.pollMs);
+  }
+
+  private pump(c: Consumer): Promise<void> {
+    if (c.pumping) {
+      c.again = true;
+      return c.pumping;
+    }
+    c.pumping = (async () => {
+      try {
+        do {
+          c.again = false;
+          while (!this.stopped && (await this.step(c)) === this.batchSize) {}
+        } while (c.again && !this.stopped);
+      } catch (e) {
+        this.log.error("event feed consumer failed", { consumer: c.name, error: String((e as Error)?.stack ?? e) });
+      } finally {
+        c.pumping = null;
+      }
+    })();
+    return c.pumping;
+  }
+
+  /** One batch for one consumer. Returns how many log rows it read (== batchSize: more may follow). */
+  private async step(c: Consumer): Promise<number> {
+    const rows = await this.db.transaction().execute(async (trx) => {
+      const cursor = await trx.selectFrom("event_cursors").select("last_seq").where("consumer", "=", c.name).executeTakeFirst();
+      if (!cursor) return [];
+      const rows = await trx
+        .selectFrom("events")
+        .select(["seq", "id", "project_id", "contact_id", "name", "data", "email_id", "created_at"])
+        .where("seq", ">", cursor.last_seq)
+        .orderBy("seq")
+        .limit(this.batchSize)
+        .execute();
+      if (!rows.length) return rows;
+      const events = rows.filter((r) => !c.names || c.names(r.name)).map(toFeedEvent);
+      if (events.length) {
+        try {
+          await c.handler(trx, events);
+        } catch (e) {
+          throw new BatchFailed(e);
+        }
+      }
+      await this.moveCursor(trx, c, rows[rows.length - 1]!.seq);
+      return rows;
+    }).catch(async (e) => {
+      if (!(e instanceof BatchFailed)) throw e;
+      return this.stepOneByOne(c);
+    });
+    return rows.length;
+  }
+
+  /** After a failed batch: the same events one per transaction; one that fails alone is skipped. */
+  private async stepOneByOne(c: Consumer): Promise<unknown[]> {
+    const cursor = await this.db.selectFrom("event_cursors").select("last_seq").where("consumer", "=", c.name).executeTakeFirst();
+    if (!cursor) return [];
+    const rows = await this.db
+      .selectFrom("events")
+      .select(["seq", "id", "project_id", "contact_id", "name", "data", "email_id", "created_at"])
+      .where("seq", ">", cursor.last_seq)
+      .orderBy("seq")
+      .limit(this.batchSize)
+      .execute();
+    for (const row of rows) {
+      const ev = toFeedEvent(row);
+      const wanted = !c.names || c.names(ev.name);
+      try {
+        await this.db.transaction().execute(async (trx) => {
+          if (wanted) await c.handler(trx, [ev]);
+          await this.moveCursor(trx, c, ev.seq);
+        });
+      } catch (e) {
+        this.log.error("event feed: event skipped after its handler failed", { consumer: c.name, event: ev.id, name: ev.name, error: String((e as Error)?.stack ?? e) });
+        await this.moveCursor(this.db, c, ev.seq);
+      }
+    }
+    return rows;
+  }
+
+  private async moveCursor(db: Kysely<DB> | Transaction<DB>, c: Consumer, seq: number) {
+    await db.updateTable("event_cursors").set({ last_seq: seq, updated_at: this.clock.now() }).where("consumer", "=", c.name).execute();
+  }
+}
+
+class BatchFailed extends Error {
+  constructor(readonly cause: unknown) {
+    super(String((cause as Error)?.message ?? cause));
+  }
+}
+
+function toFeedEvent(r: { seq: number; id: string; project_id: string; contact_id: string; name: string; data: string | null; email_id: string | null; created_at: number }): FeedEvent {
+  let data: Record<string, unknown> | null = null;
+  if (r.data) {
+    try {
+      data = JSON.parse(r.data);
+    } catch {
+      data = null;
+    }
+  }
+  return { seq: r.seq, id: r.id, projectId: r.project_id, contactId: r.contact_id, name: r.name, data, emailId: r.email_id, createdAt: r.created_at };
+}
