@@ -12,6 +12,7 @@ import { templatesModule } from "./templates";
 import { trackingModule } from "./tracking";
 import { userRoutes } from "./users/routes";
 import { verifyModule } from "./verify";
+import { webhooksModule } from "./webhooks";
 
 /** Every module of the service, in install order. */
 export const MODULES: ModuleDef[] = [
@@ -28,4 +29,5 @@ export const MODULES: ModuleDef[] = [
   emailsModule,
   activityModule,
   metricsModule,
+  webhooksModule,
 ];

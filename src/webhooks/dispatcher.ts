@@ -149,3 +149,12 @@ export class WebhookDispatcher {
     return { ...base, status: "PENDING" as const, nextAttemptAt: now + wait, error, deliveredAt: null };
   }
 }
+
+const instances = new WeakMap<AppContext, WebhookDispatcher>();
+
+/** The dispatcher of one running instance (created on first use). */
+export function dispatcherOf(ctx: AppContext): WebhookDispatcher {
+  let d = instances.get(ctx);
+  if (!d) instances.set(ctx, (d = new WebhookDispatcher(ctx)));
+  return d;
+}
