@@ -40,8 +40,8 @@ export class WebhookDispatcher {
   private tasks = new Set<Promise<void>>();
 
   constructor(private readonly ctx: AppContext, opts: DispatcherOptions = {}) {
-    this.perEndpoint = opts.perEndpoint ?? 4;
-    this.global = opts.global ?? 32;
+    this.perEndpoint = opts.perEndpoint ?? 8;
+    this.global = opts.global ?? 64;
     this.pollMs = opts.pollMs ?? 500;
     this.timeoutMs = opts.timeoutMs ?? 10_000;
   }

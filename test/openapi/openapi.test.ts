@@ -1,9 +1,11 @@
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, setDefaultTimeout, expect, test } from "bun:test";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ROUTE_DOCS } from "../../src/http/openapi-docs";
 import { startServer, type TestServer } from "../support/server";
+
+setDefaultTimeout(30_000);
 
 let srv: TestServer;
 let doc: any;
@@ -13,7 +15,7 @@ beforeAll(async () => {
   expect(r.status).toBe(200);
   expect(r.headers.get("content-type")).toContain("application/json");
   doc = r.body;
-});
+}, 60_000);
 afterAll(() => srv.close());
 
 const METHODS = ["get", "post", "put", "patch", "delete"];

@@ -1,15 +1,17 @@
 // Email lifecycle events of a real send reach a subscribed endpoint, carrying the email id.
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, setDefaultTimeout, expect, test } from "bun:test";
 import type { DeliveryEnv } from "../mail/helpers";
 import { RCPT, SENDER, sendEnv } from "../send/support";
 import { startReceiver, verify, type Receiver } from "./support";
+
+setDefaultTimeout(30_000);
 
 let env: DeliveryEnv;
 let rx: Receiver;
 beforeAll(async () => {
   env = await sendEnv({ config: { allowPrivateWebhooks: true } });
   rx = startReceiver();
-});
+}, 60_000);
 afterAll(async () => {
   rx.close();
   await env.close();

@@ -1,7 +1,9 @@
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, setDefaultTimeout, describe, expect, test } from "bun:test";
 import { startDns, type TestDns } from "../support/dns";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
 import { startReceiver, until, verify, type Receiver } from "./support";
+
+setDefaultTimeout(30_000);
 
 let srv: TestServer;
 let dns: TestDns;
@@ -15,7 +17,7 @@ beforeAll(async () => {
   acct = await createAccount(srv.api, "hooks");
   other = await createAccount(srv.api, "other");
   rx = startReceiver();
-});
+}, 60_000);
 afterAll(async () => {
   rx.close();
   await srv.close();
