@@ -74,7 +74,7 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   "PATCH /users/@me/projects/:id": d("Projects", "session", "Rename a project or change its tracking mode"),
   "DELETE /users/@me/projects/:id": d("Projects", "session", "Delete a project (OWNER)"),
   "POST /users/@me/projects/:id/regenerate-keys": d("Projects", "session", "Rotate the public, secret and webhook keys; old keys fail at once"),
-  "POST /users/@me/projects/:id/reset": d("Projects", "session", "Delete every contact, event, email, campaign, segment, workflow, template, upload and webhook of the project (OWNER)"),
+  "POST /users/@me/projects/:id/reset": d("Projects", "session", "Delete every contact, event, email, campaign, segment, workflow, template, upload and webhook delivery of the project (OWNER); keys, members, domains and webhook endpoints stay"),
   "GET /users/@me/projects/:id/security": d("Projects", "session", "Bounce and complaint rates, suspension state"),
   "GET /projects/:id/security": d("Projects", "optionalProject", "Bounce and complaint rates, suspension state"),
   "GET /projects/:id/setup-state": d("Projects", "optionalProject", "What the project has set up so far (counts)"),

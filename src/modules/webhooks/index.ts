@@ -3,7 +3,7 @@ import { dispatcherOf } from "../../webhooks/dispatcher";
 import { recordDeliveries } from "../../webhooks/consumer";
 import { isDeliverable } from "../../webhooks/events";
 import { webhookRoutes } from "./routes";
-import { deleteProjectWebhooks } from "./service";
+import { deleteProjectDeliveries } from "./service";
 
 /** Outbound webhooks: endpoints (routes), delivery rows written from the event feed, the dispatcher that sends them. */
 export const webhooksModule: ModuleDef = {
@@ -19,7 +19,7 @@ export const webhooksModule: ModuleDef = {
       },
       { names: isDeliverable },
     );
-    ctx.hooks.resetProject.push((c, projectId) => deleteProjectWebhooks(c, projectId));
+    ctx.hooks.resetProject.push((c, projectId) => deleteProjectDeliveries(c, projectId));
   },
   start(ctx) {
     dispatcherOf(ctx).start();

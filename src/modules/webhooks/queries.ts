@@ -32,9 +32,9 @@ export async function deleteEndpoint(db: Db, projectId: string, id: string): Pro
   return Number(r.numDeletedRows) > 0;
 }
 
-export async function deleteProjectWebhooks(db: Db, projectId: string): Promise<void> {
+/** Project reset: the delivery log goes with the events; endpoints are configuration and stay (like keys and domains). */
+export async function deleteProjectDeliveries(db: Db, projectId: string): Promise<void> {
   await db.deleteFrom("webhook_deliveries").where("project_id", "=", projectId).execute();
-  await db.deleteFrom("webhook_endpoints").where("project_id", "=", projectId).execute();
 }
 
 export function listDeliveries(db: Db, projectId: string, endpointId: string, status: WebhookDeliveryStatus | undefined, afterId: string | null, limit: number) {

@@ -176,4 +176,4 @@ export async function testEndpoint(ctx: AppContext, projectId: string, id: strin
   return { success: outcome.ok, delivery: viewDelivery(row!) };
 }
 
-export const deleteProjectWebhooks = (ctx: AppContext, projectId: string) => ctx.db.transaction().execute((trx) => q.deleteProjectWebhooks(trx, projectId));
+export const deleteProjectDeliveries = (ctx: AppContext, projectId: string) => q.deleteProjectDeliveries(ctx.db, projectId);
