@@ -120,3 +120,42 @@ test("/docs renders the document with embedded assets (no CDN)", async () => {
     expect((await a.arrayBuffer()).byteLength).toBeGreaterThan(10_000);
   }
 });
+
+test("the official Plunk SDK's calls (@plunk/node) match documented operations and request schemas", async () => {
+  const { default: Ajv2020 } = await import("ajv/dist/2020");
+  const { default: addFormats } = await import("ajv-formats");
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  addFormats(ajv);
+  ajv.addSchema({ $id: "doc", components: doc.components }, "doc");
+  const { default: Plunk } = await import("@plunk/node");
+  const calls: { method: string; path: string; body: unknown; status: number }[] = [];
+  const realFetch = globalThis.fetch;
+  globalThis.fetch = (async (input: any, init?: any) => {
+    const res = await realFetch(input, init);
+    calls.push({ method: init?.method ?? "GET", path: new URL(String(input)).pathname, body: init?.body ? JSON.parse(init.body) : undefined, status: res.status });
+    return res;
+  }) as typeof fetch;
+  try {
+    const acct = await (await import("../support/server")).createAccount(srv.api, "sdk");
+    const pub = new Plunk(acct.publicKey, { baseUrl: srv.url + "/v1/" });
+    await pub.events.track({ event: "signed-up", email: "sdk@example.com", data: { plan: "pro" }, subscribed: true });
+    const sec = new Plunk(acct.secretKey, { baseUrl: srv.url + "/v1/" });
+    // No verified sender domain here: the call's shape is what is checked (the API answers 403 for the domain).
+    await sec.emails.send({ to: "sdk@example.com", subject: "Hi", body: "<p>Hi</p>", from: "hello@unverified.example", name: "SDK" }).catch(() => {});
+  } finally {
+    globalThis.fetch = realFetch;
+  }
+  const sdkCalls = calls.filter((c) => c.path.startsWith("/v1/"));
+  expect(sdkCalls.map((c) => `${c.method} ${c.path}`)).toEqual(["POST /v1/track", "POST /v1/send"]);
+  expect(sdkCalls[0]!.status).toBe(200);
+  expect(sdkCalls[1]!.status).toBe(403);
+  for (const c of sdkCalls) {
+    const op = doc.paths[c.path]?.[c.method.toLowerCase()];
+    expect(op, `${c.method} ${c.path}`).toBeDefined();
+    const schema = op.requestBody.content["application/json"].schema;
+    const validate = ajv.compile(JSON.parse(JSON.stringify(schema).replaceAll('"#/components/', '"doc#/components/')));
+    const ok = validate(c.body);
+    if (!ok) console.error(c.path, validate.errors);
+    expect(ok).toBe(true);
+  }
+});
