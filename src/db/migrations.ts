@@ -6,6 +6,7 @@ import m004 from "../../migrations/004_delivery.sql" with { type: "text" };
 import m005 from "../../migrations/005_feedback.sql" with { type: "text" };
 import m006 from "../../migrations/006_observability.sql" with { type: "text" };
 import m007 from "../../migrations/007_event_feed.sql" with { type: "text" };
+import m008 from "../../migrations/008_segments.sql" with { type: "text" };
 import m013 from "../../migrations/013_webhooks.sql" with { type: "text" };
 
 export const MIGRATIONS: { name: string; sql: string }[] = [
@@ -16,5 +17,6 @@ export const MIGRATIONS: { name: string; sql: string }[] = [
   { name: "005_feedback", sql: m005 },
   { name: "006_observability", sql: m006 },
   { name: "007_event_feed", sql: m007 },
+  { name: "008_segments", sql: m008 },
   { name: "013_webhooks", sql: m013 },
 ];

@@ -1,0 +1,197 @@
+/**
+ * compileCondition: a condition tree -> one boolean SQL expression over the contacts table aliased
+ * `c`. Pure (no database): segments referenced by `segment.<id>` come resolved in ctx.segments
+ * (resolveSegments), workflow facts in ctx.facts. Every sub-expression is NULL-free, so negated
+ * operators are exactly NOT of their positive operator, as in the in-memory evaluator (evaluate.ts).
+ *
+ * Set shape (default): event and static-membership tests are `c.id IN (subquery)` (counts, pages,
+ * membership diffs). Row shape: correlated EXISTS (one contact).
+ */
+import { sql, type RawBuilder, type SqlBool } from "kysely";
+import * as d from "./dialect";
+import { parseField } from "./fields";
+import { FALSE, Frag, join, q, raw, TRUE } from "./frag";
+import type { CompileContext, ConditionFilter, ConditionTree, FieldRef } from "./types";
+import { dateText, factValue, instantOf, modeOf, numberOf, positiveOf, spanOf, testValue } from "./values";
+
+const SQL_OP: Record<string, string> = { equals: "=", greaterThan: ">", lessThan: "<", greaterThanOrEqual: ">=", lessThanOrEqual: "<=" };
+
+/** The smallest UUIDv7 text of a millisecond: `id >= floor(t)` iff the id's time is >= t. */
+export function uuidv7Floor(ms: number): string {
+  const h = Math.max(0, Math.floor(ms)).toString(16).padStart(12, "0").slice(-12);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-0000-0000-000000000000`;
+}
+
+interface State {
+  ctx: CompileContext;
+  /** Segment ids being expanded (cycle guard). */
+  stack: string[];
+}
+
+function not(f: Frag): Frag {
+  return q`NOT (${f})`;
+}
+
+function dataFilter(key: string, op: string, value: unknown, unit: unknown, now: number): Frag {
+  const pos = positiveOf(op);
+  if (pos) return not(dataFilter(key, pos, value, unit, now));
+  const x = d.jsonValue(key);
+  switch (op) {
+    case "exists":
+      return d.hasKey(key);
+    case "contains":
+      return q`(${d.isText(key)} AND ${d.containsText(x, String(value))})`;
+    case "startsWith":
+      return q`(${d.isText(key)} AND ${d.startsWithText(x, String(value))})`;
+    case "endsWith":
+      return q`(${d.isText(key)} AND ${d.endsWithText(x, String(value))})`;
+    case "within":
+    case "olderThan": {
+      const span = spanOf(value, unit);
+      const t = d.dateMs(x);
+      const range = op === "within" ? q`${t} >= ${now - span} AND ${t} <= ${now + span}` : q`${t} < ${now - span}`;
+      return q`(${d.isText(key)} AND ${d.isDateText(x)} AND ${range})`;
+    }
+  }
+  const cmp = raw(` ${SQL_OP[op]} `);
+  switch (modeOf(value)) {
+    case "boolean":
+      return op === "equals" ? d.isBoolean(key, value as boolean) : FALSE;
+    case "number": {
+      const n = numberOf(value)!;
+      return q`((${d.isNumber(key)} AND ${x}${cmp}${n}) OR (${d.isText(key)} AND ${d.isNumericText(x)} AND ${d.textNumber(x)}${cmp}${n}))`;
+    }
+    case "date":
+      return q`(${d.isText(key)} AND ${d.isDateText(x)} AND ${d.dateMs(x)}${cmp}${dateText(value as string)!})`;
+    default:
+      return q`(${d.isText(key)} AND ${x}${cmp}${String(value)})`;
+  }
+}
+
+function emailFilter(op: string, value: unknown): Frag {
+  const pos = positiveOf(op);
+  if (pos) return not(emailFilter(pos, value));
+  const v = String(value).trim().toLowerCase();
+  switch (op) {
+    case "equals":
+      return q`c.email = ${v}`;
+    case "contains":
+      return q`c.email LIKE ${`%${d.likeEscape(v)}%`} ESCAPE '\\'`;
+    case "startsWith":
+      return q`c.email LIKE ${`${d.likeEscape(v)}%`} ESCAPE '\\'`;
+    case "endsWith":
+      return q`c.email LIKE ${`%${d.likeEscape(v)}`} ESCAPE '\\'`;
+  }
+  return FALSE;
+}
+
+function timeFilter(column: "c.created_at" | "c.updated_at", op: string, value: unknown, unit: unknown, now: number): Frag {
+  const col = raw(column);
+  if (op === "notEquals") return q`${col} <> ${instantOf(value)!}`;
+  if (op === "within") {
+    const span = spanOf(value, unit);
+    return q`(${col} >= ${now - span} AND ${col} <= ${now + span})`;
+  }
+  if (op === "olderThan") return q`${col} < ${now - spanOf(value, unit)}`;
+  return q`${col} ${raw(SQL_OP[op]!)} ${instantOf(value)!}`;
+}
+
+/** Contacts with an event `name` (since `since` ms when given). */
+function eventSet(st: State, name: string, since: number | null): Frag {
+  const win = since === null ? raw("") : q` AND e.id >= ${uuidv7Floor(since)} AND e.created_at >= ${since}`;
+  if (st.ctx.shape === "row") return q`EXISTS (SELECT 1 FROM events e WHERE e.contact_id = c.id AND e.name = ${name}${win})`;
+  return q`c.id IN (SELECT e.contact_id FROM events e WHERE e.project_id = ${st.ctx.projectId} AND e.name = ${name}${win})`;
+}
+
+function eventFilter(st: State, name: string, op: string, value: unknown, unit: unknown): Frag {
+  const since = () => st.ctx.now - spanOf(value, unit);
+  switch (op) {
+    case "triggered":
+      return eventSet(st, name, null);
+    case "notTriggered":
+      return not(eventSet(st, name, null));
+    case "triggeredWithin":
+      return eventSet(st, name, since());
+    case "notTriggeredWithin":
+      return not(eventSet(st, name, since()));
+    case "triggeredOlderThan":
+      return q`(${eventSet(st, name, null)} AND NOT (${eventSet(st, name, since())}))`;
+  }
+  return FALSE;
+}
+
+function memberOf(st: State, id: string): Frag {
+  const seg = st.ctx.segments?.get(id);
+  if (!seg || st.stack.includes(id)) return FALSE;
+  if (seg.type === "STATIC") {
+    if (st.ctx.shape === "row") return q`EXISTS (SELECT 1 FROM segment_members sm WHERE sm.segment_id = ${id} AND sm.contact_id = c.id)`;
+    return q`c.id IN (SELECT sm.contact_id FROM segment_members sm WHERE sm.segment_id = ${id})`;
+  }
+  if (!seg.condition) return FALSE;
+  st.stack.push(id);
+  try {
+    return tree(st, seg.condition);
+  } finally {
+    st.stack.pop();
+  }
+}
+
+function filter(st: State, f: ConditionFilter): Frag {
+  const ref = parseField(f.field, f.operator, st.ctx.mode ?? (st.ctx.facts ? "workflow" : "segment")) as FieldRef | null;
+  if (!ref) return FALSE;
+  const { now } = st.ctx;
+  switch (ref.kind) {
+    case "email":
+      return emailFilter(f.operator, f.value);
+    case "subscribed": {
+      const want = f.value === true ? 1 : 0;
+      return f.operator === "notEquals" ? q`c.subscribed <> ${want}` : q`c.subscribed = ${want}`;
+    }
+    case "createdAt":
+      return timeFilter("c.created_at", f.operator, f.value, f.unit, now);
+    case "updatedAt":
+      return timeFilter("c.updated_at", f.operator, f.value, f.unit, now);
+    case "data":
+      return dataFilter(ref.key, f.operator, f.value, f.unit, now);
+    case "event":
+      return eventFilter(st, ref.name, f.operator, f.value, f.unit);
+    case "segment": {
+      const m = memberOf(st, ref.id);
+      return f.operator === "notMemberOfSegment" ? not(m) : m;
+    }
+    case "fact": {
+      const facts = st.ctx.facts?.[ref.source];
+      return testValue(f.operator, factValue(facts, ref.key), f.value, f.unit, now) ? TRUE : FALSE;
+    }
+  }
+}
+
+function tree(st: State, t: ConditionTree): Frag {
+  const groups = (t.groups ?? []).map((g) => {
+    const parts = (g.filters ?? []).map((f) => filter(st, f));
+    if (g.conditions) parts.push(tree(st, g.conditions));
+    return parts.length ? q`(${join(parts, " AND ")})` : TRUE;
+  });
+  if (!groups.length) return TRUE;
+  return q`(${join(groups, String(t.logic).toUpperCase() === "OR" ? " OR " : " AND ")})`;
+}
+
+/** The condition as a fragment (for composing with other SQL in this folder). */
+export function compileFrag(t: ConditionTree, ctx: CompileContext): Frag {
+  return tree({ ctx, stack: [] }, t);
+}
+
+/** A boolean SQL expression over contacts aliased `c`, with its `?` parameters in order. */
+export function compileCondition(t: ConditionTree, ctx: CompileContext): { sql: string; params: unknown[] } {
+  const f = compileFrag(t, ctx);
+  return { sql: f.sql, params: [...f.params] };
+}
+
+/** The condition as a Kysely expression: `db.selectFrom("contacts as c").where(conditionWhere(tree, ctx))`. */
+export function conditionWhere(t: ConditionTree, ctx: CompileContext): RawBuilder<SqlBool> {
+  return fragToRaw(compileFrag(t, ctx));
+}
+
+export function fragToRaw<T = SqlBool>(f: Frag): RawBuilder<T> {
+  return sql<T>(f.parts as unknown as TemplateStringsArray, ...f.params);
+}
