@@ -19,11 +19,13 @@ export const CONTACT_EVENTS = ["contact.subscribed", "contact.unsubscribed"] as 
 /** Wildcards an endpoint may subscribe to. */
 export const EVENT_WILDCARDS = ["*", "email.*", "contact.*", "segment.*"] as const;
 
-const SEGMENT_EVENT = /^segment\.[a-z0-9]+(?:-[a-z0-9]+)*\.(entry|exit)$/;
+/** A segment slug is the lower-case, hyphenated name (with -2, -3 … on collision). */
+const SEGMENT_SUBSCRIPTION = /^segment\.[\p{Ll}\p{Lo}\p{N}_-]+\.(entry|exit)$/u;
+const SEGMENT_EVENT = /^segment\..+\.(entry|exit)$/;
 const KNOWN = new Set<string>([...EMAIL_EVENTS, ...CONTACT_EVENTS, ...EVENT_WILDCARDS]);
 
 /** A name an endpoint may subscribe to: a known event, a segment entry/exit, or a wildcard. */
-export const isSubscribableName = (name: string): boolean => KNOWN.has(name) || SEGMENT_EVENT.test(name);
+export const isSubscribableName = (name: string): boolean => KNOWN.has(name) || SEGMENT_SUBSCRIPTION.test(name);
 
 /** An event the webhooks deliver at all. */
 export const isDeliverable = (name: string): boolean =>
