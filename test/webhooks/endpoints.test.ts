@@ -250,6 +250,22 @@ describe("deliveries", () => {
     for (const ep of [control, disabled, toDisable]) await srv.api(`/webhook-endpoints/${ep.id}`, { method: "DELETE", key: acct.secretKey });
   });
 
+  test("a hanging endpoint delays only itself: other endpoints and the API go on", async () => {
+    const hang = await endpoint(acct, { url: rx.url + "/hang", events: ["contact.unsubscribed"] });
+    const fast = await endpoint(acct, { url: rx.url + "/fast", events: ["contact.unsubscribed"] });
+    const before = rx.received.filter((r) => r.path === "/hang").length;
+    for (let i = 0; i < 12; i++) await unsubscribeOne(acct);
+    await rx.waitFor(12, (r) => r.path === "/fast");
+    expect((await srv.api("/contacts?limit=1", { key: acct.secretKey })).status).toBe(200);
+    // At most 8 requests in flight to one endpoint; the rest wait their turn.
+    await rx.waitFor(before + 8, (r) => r.path === "/hang");
+    await Bun.sleep(300);
+    expect(rx.received.filter((r) => r.path === "/hang").length - before).toBe(8);
+    const pending = await deliveries(acct, hang.id, "?status=PENDING&limit=100");
+    expect(pending.total).toBe(12);
+    for (const ep of [hang, fast]) await srv.api(`/webhook-endpoints/${ep.id}`, { method: "DELETE", key: acct.secretKey });
+  });
+
   test("pending retries of an endpoint that gets disabled are failed, not sent", async () => {
     const ep = await endpoint(acct, { url: rx.url + "/pending", events: ["contact.unsubscribed"] });
     rx.answers = [500];

@@ -37,6 +37,7 @@ export function startReceiver(): Receiver {
       } catch {}
       received.push({ path: new URL(req.url).pathname, headers, body, json });
       if (state.delayMs) await Bun.sleep(state.delayMs);
+      if (new URL(req.url).pathname.startsWith("/hang")) await Bun.sleep(60_000); // a dead endpoint
       const status = state.answers.shift() ?? 200;
       return new Response(status >= 400 ? "nope" : "ok", { status });
     },
