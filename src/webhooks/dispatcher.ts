@@ -1,7 +1,7 @@
 import type { AppContext } from "../context";
 import { safeFetch, type SafeFetchOutcome } from "../net/safe-fetch";
 import { signWebhook } from "./sign";
-import { dueDeliveries, endpointForSend, endpointsWithDue, recordAttempt } from "./store";
+import { dueDeliveries, endpointsWithDue, recordAttempt } from "./store";
 
 /**
  * Sends the PENDING webhook_deliveries rows. The rows are the durable queue (written in the event
@@ -26,12 +26,41 @@ interface SendTarget {
   secret: string;
 }
 
+interface Row {
+  id: string;
+  payload: string;
+  attempts: number;
+}
+
+/** One endpoint as the dispatcher sees it: its due rows read ahead in one query, and what is in flight. */
+interface Lane {
+  ep: SendTarget;
+  queue: Row[];
+  inflight: Set<string>;
+  refilling: boolean;
+  /** Set by forget(): nothing more starts from this lane (its in-flight attempts finish). */
+  dead: boolean;
+}
+
+/** How many due rows of one endpoint are read at once. */
+const READ_AHEAD = 100;
+/** How long a finished delivery id is remembered (a read that began before it finished must not send it again). */
+const RECENT_MS = 60_000;
+
+interface Finished {
+  seq: number;
+  at: number;
+}
+
 export class WebhookDispatcher {
   private readonly perEndpoint: number;
   private readonly global: number;
   private readonly pollMs: number;
   readonly timeoutMs: number;
-  private inflight = new Map<string, Set<string>>(); // endpoint id -> delivery ids
+  private lanes = new Map<string, Lane>();
+  /** Recently finished attempts, numbered: a read that began before one finished may still see its row as due. */
+  private recent = new Map<string, Finished>();
+  private finishedSeq = 0;
   private running = 0;
   private timer: ReturnType<typeof setTimeout> | null = null;
   private ticking = false;
@@ -63,6 +92,18 @@ export class WebhookDispatcher {
     if (!this.stopped) this.schedule(delayMs);
   }
 
+  /**
+   * The endpoint was disabled, deleted or changed: drop what was read ahead for it, so nothing
+   * more is sent from the old state (called by the service after its transaction commits).
+   */
+  forget(endpointId: string): void {
+    const lane = this.lanes.get(endpointId);
+    if (!lane) return;
+    lane.dead = true;
+    lane.queue = [];
+    this.lanes.delete(endpointId);
+  }
+
   private schedule(ms: number): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
@@ -91,40 +132,63 @@ export class WebhookDispatcher {
     }
   }
 
+  /** Reads the endpoints with due rows, tops up their lanes and starts what the caps allow. */
   private async claim(): Promise<void> {
     if (this.stopped || this.running >= this.global) return;
     const now = this.ctx.clock.now();
-    const endpoints = await endpointsWithDue(this.ctx.db, now);
-    for (const ep of endpoints) {
-      const busy = this.inflight.get(ep.id) ?? new Set<string>();
-      const free = Math.min(this.perEndpoint - busy.size, this.global - this.running);
-      if (free <= 0) continue;
-      const rows = await dueDeliveries(this.ctx.db, ep.id, now, free + busy.size);
-      for (const row of rows) {
-        if (busy.has(row.id) || busy.size >= this.perEndpoint || this.running >= this.global) continue;
-        busy.add(row.id);
-        this.inflight.set(ep.id, busy);
-        this.running++;
-        const task = this.deliver(ep, row).finally(() => {
-          busy.delete(row.id);
-          if (!busy.size) this.inflight.delete(ep.id);
-          this.running--;
-          this.tasks.delete(task);
-          this.wake();
-        });
-        this.tasks.add(task);
-      }
+    const cutoff = Date.now() - RECENT_MS;
+    for (const [id, f] of this.recent) if (f.at < cutoff) this.recent.delete(id);
+    for (const ep of await endpointsWithDue(this.ctx.db, now)) {
+      let lane = this.lanes.get(ep.id);
+      if (!lane) this.lanes.set(ep.id, (lane = { ep, queue: [], inflight: new Set(), refilling: false, dead: false }));
+      lane.ep = ep;
+      if (!lane.queue.length && !lane.refilling && lane.inflight.size < this.perEndpoint) await this.refill(lane, now);
+      this.launch(lane);
       if (this.running >= this.global) return;
     }
   }
 
-  /** One attempt of one delivery, then its outcome recorded (retry, delivered or failed). */
-  private async deliver(ep: SendTarget, row: { id: string; payload: string; attempts: number }): Promise<void> {
+  private async refill(lane: Lane, now: number): Promise<void> {
+    lane.refilling = true;
+    const readFrom = this.finishedSeq;
     try {
-      // Re-read: nothing is sent once the endpoint is disabled or deleted (or its URL changed).
-      const fresh = await endpointForSend(this.ctx.db, ep.id);
-      if (!fresh || !fresh.enabled) return;
-      const outcome = await this.send(fresh, row.id, row.payload);
+      const rows = await dueDeliveries(this.ctx.db, lane.ep.id, now, READ_AHEAD + lane.inflight.size);
+      if (lane.dead) return; // forgotten while reading: what was read may be stale
+      const queued = new Set(lane.queue.map((r) => r.id));
+      const staleRead = (id: string) => (this.recent.get(id)?.seq ?? 0) > readFrom; // finished while this read ran
+      for (const r of rows) if (!lane.inflight.has(r.id) && !staleRead(r.id) && !queued.has(r.id)) lane.queue.push(r);
+    } finally {
+      lane.refilling = false;
+    }
+  }
+
+  /** Starts queued rows of one lane up to the per-endpoint and global caps. */
+  private launch(lane: Lane): void {
+    while (!lane.dead && lane.queue.length && lane.inflight.size < this.perEndpoint && this.running < this.global && !this.stopped) {
+      const row = lane.queue.shift()!;
+      lane.inflight.add(row.id);
+      this.running++;
+      const task = this.deliver(lane, row).finally(() => {
+        lane.inflight.delete(row.id);
+        this.recent.set(row.id, { seq: ++this.finishedSeq, at: Date.now() });
+        this.running--;
+        this.tasks.delete(task);
+        if (lane.queue.length) this.launch(lane);
+        else {
+          if (!lane.inflight.size && this.lanes.get(lane.ep.id) === lane) this.lanes.delete(lane.ep.id);
+          this.wake();
+        }
+      });
+      this.tasks.add(task);
+    }
+  }
+
+  /** One attempt of one delivery, then its outcome recorded (retry, delivered or failed). */
+  private async deliver(lane: Lane, row: Row): Promise<void> {
+    try {
+      // Nothing is sent once the endpoint is disabled, deleted or changed (forget() killed its lane).
+      if (lane.dead) return;
+      const outcome = await this.send(lane.ep, row.id, row.payload);
       await recordAttempt(this.ctx.db, row.id, this.decide(outcome, row.attempts + 1));
     } catch (e) {
       this.ctx.log.error("webhook delivery failed to record", { delivery: row.id, error: String(e) });

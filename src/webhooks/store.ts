@@ -57,10 +57,6 @@ export function dueDeliveries(db: Kysely<DB>, endpointId: string, now: number, l
     .execute();
 }
 
-export function endpointForSend(db: Kysely<DB>, id: string) {
-  return db.selectFrom("webhook_endpoints").select(["id", "url", "secret", "enabled"]).where("id", "=", id).executeTakeFirst();
-}
-
 export interface AttemptRecord {
   status: "PENDING" | "DELIVERED" | "FAILED";
   attempts: number;

@@ -53,3 +53,7 @@ export async function countDeliveries(db: Db, projectId: string, endpointId: str
 
 export const getDelivery = (db: Db, id: string) => db.selectFrom("webhook_deliveries").selectAll().where("id", "=", id).executeTakeFirst();
 export type DeliveryRow = NonNullable<Awaited<ReturnType<typeof getDelivery>>>;
+
+export async function endpointIdsOf(db: Db, projectId: string): Promise<string[]> {
+  return (await db.selectFrom("webhook_endpoints").select("id").where("project_id", "=", projectId).execute()).map((r) => r.id);
+}

@@ -123,11 +123,13 @@ export async function updateEndpoint(ctx: AppContext, projectId: string, id: str
     // Disabled: what was waiting is not sent later (re-enabling starts from new events).
     if (input.enabled === false && row.enabled) await failPendingOf(trx, id, "endpoint disabled", now);
   });
+  dispatcherOf(ctx).forget(id);
   return viewEndpoint(await getEndpointOr404(ctx, projectId, id));
 }
 
 export async function deleteEndpoint(ctx: AppContext, projectId: string, id: string): Promise<void> {
   const deleted = await ctx.db.transaction().execute((trx) => q.deleteEndpoint(trx, projectId, id));
+  dispatcherOf(ctx).forget(id);
   if (!deleted) throw notFound("Webhook endpoint");
 }
 
@@ -176,4 +178,7 @@ export async function testEndpoint(ctx: AppContext, projectId: string, id: strin
   return { success: outcome.ok, delivery: viewDelivery(row!) };
 }
 
-export const deleteProjectDeliveries = (ctx: AppContext, projectId: string) => q.deleteProjectDeliveries(ctx.db, projectId);
+export async function deleteProjectDeliveries(ctx: AppContext, projectId: string): Promise<void> {
+  await q.deleteProjectDeliveries(ctx.db, projectId);
+  for (const id of await q.endpointIdsOf(ctx.db, projectId)) dispatcherOf(ctx).forget(id);
+}
