@@ -22,6 +22,7 @@ export interface Config {
   rateLimit: number;
   idempotencyTtlHours: number;
   domainCheckIntervalMs: number;
+  segmentSweepIntervalMs: number;
   retryScheduleMs: number[];
   logRequests: boolean;
   allowPrivateWebhooks: boolean;
@@ -78,6 +79,7 @@ export const OPTIONS: Option[] = [
   { key: "rateLimit", env: "MAILSVC_RATE_LIMIT", flag: "--rate-limit", help: "API requests per minute per project", parse: int("rate limit") },
   { key: "idempotencyTtlHours", env: "MAILSVC_IDEMPOTENCY_TTL_HOURS", flag: "--idempotency-ttl-hours", help: "how long an Idempotency-Key is remembered", parse: int("idempotency ttl") },
   { key: "domainCheckIntervalMs", env: "MAILSVC_DOMAIN_CHECK_INTERVAL", flag: "--domain-check-interval", help: "background DNS re-verification interval", parse: parseDuration },
+  { key: "segmentSweepIntervalMs", env: "MAILSVC_SEGMENT_SWEEP_INTERVAL", flag: "--segment-sweep-interval", help: "re-evaluation of tracked segments (time-relative conditions) and memberCount refresh", parse: parseDuration },
   { key: "retryScheduleMs", env: "MAILSVC_RETRY_SCHEDULE", flag: "--retry-schedule", help: "waits between delivery attempts after a deferral", parse: (s) => list(s).map(parseDuration) },
   { key: "logRequests", env: "MAILSVC_LOG_REQUESTS", flag: "--log-requests", help: "one log line per HTTP request", parse: bool },
   { key: "allowPrivateWebhooks", env: "MAILSVC_ALLOW_PRIVATE_WEBHOOKS", flag: "--allow-private-webhooks", help: "let workflow and outbound webhooks reach loopback/private addresses", parse: bool },
@@ -102,6 +104,7 @@ function defaults(): Omit<Config, "publicUrl"> & { publicUrl?: string } {
     rateLimit: 1000,
     idempotencyTtlHours: 24,
     domainCheckIntervalMs: 5 * 60_000,
+    segmentSweepIntervalMs: 5 * 60_000,
     retryScheduleMs: list(DEFAULT_RETRY_SCHEDULE).map(parseDuration),
     logRequests: true,
     allowPrivateWebhooks: false,

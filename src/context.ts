@@ -53,6 +53,10 @@ export interface Hooks {
   upcoming: Array<(ctx: AppContext, projectId: string, limit: number) => Promise<UpcomingItem[]>>;
   /** Bounce and complaint rates for /security (delivery engine). */
   security?: (ctx: AppContext, projectId: string) => Promise<Record<string, unknown>>;
+  /** After contact writes commit (track, send, PATCH/POST contacts, import, bulk jobs): re-evaluates tracked segments. Batched per request. */
+  contactsChanged: Array<(ctx: AppContext, projectId: string, contactIds: readonly string[]) => Promise<void>>;
+  /** Whether something (an active campaign) uses a segment: a non-null answer names it and refuses DELETE /segments/:id (409). */
+  segmentInUse: Array<(ctx: AppContext, projectId: string, segmentId: string) => Promise<string | null>>;
   /** Deletes a project's data beyond the foundation tables (project reset), per module. */
   resetProject: Array<(ctx: AppContext, projectId: string) => Promise<void>>;
 }
@@ -65,4 +69,4 @@ export interface UpcomingItem {
   details: Record<string, unknown>;
 }
 
-export const emptyHooks = (): Hooks => ({ fieldUsage: [], eventUsage: [], templateUsage: [], setupState: [], resetProject: [], upcoming: [] });
+export const emptyHooks = (): Hooks => ({ fieldUsage: [], eventUsage: [], templateUsage: [], setupState: [], resetProject: [], upcoming: [], contactsChanged: [], segmentInUse: [] });

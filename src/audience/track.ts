@@ -8,6 +8,7 @@
 import type { Database } from "bun:sqlite";
 import type { AppContext } from "../context";
 import type { Data } from "./data-rules";
+import { contactsChangedMany } from "./changes";
 import { notifyEvents, type RecordedEvent } from "./events";
 import { insertEventRaw, upsertContactRaw } from "./raw";
 
@@ -114,6 +115,13 @@ export class TrackBatcher {
       }
       for (const [p, r] of done) p.resolve(r);
       if (done.length) this.ctx.feed.wake();
+      if (done.length && this.ctx.hooks.contactsChanged.length) {
+        // Tracked segments follow the written contacts after the commit, one pass per project and batch.
+        const n = contactsChangedMany(this.ctx, done.map(([p, r]) => ({ projectId: p.input.projectId, contactId: r.contactId }))).finally(() =>
+          this.notifying.delete(n),
+        );
+        this.notifying.add(n);
+      }
       if (this.ctx.hooks.onEvent) {
         // Workflows start after the commit, without holding up the next batch.
         const n = notifyEvents(this.ctx, done.flatMap(([, r]) => r.events)).finally(() => this.notifying.delete(n));

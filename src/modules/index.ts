@@ -6,6 +6,7 @@ import { eventsModule } from "./events";
 import { metricsModule } from "./metrics";
 import type { ModuleDef } from "./module";
 import { projectRoutes } from "./projects/routes";
+import { segmentsModule } from "./segments";
 import { sendModule } from "./send";
 import { systemRoutes } from "./system/routes";
 import { templatesModule } from "./templates";
@@ -23,6 +24,7 @@ export const MODULES: ModuleDef[] = [
   eventsModule,
   domainsModule,
   templatesModule,
+  segmentsModule,
   verifyModule,
   sendModule,
   trackingModule,

@@ -125,9 +125,19 @@ function memberOf(st: St, id: string): boolean {
   }
 }
 
+const parsed = new WeakMap<ConditionFilter, { mode: string; ref: ReturnType<typeof parseField> }>();
+
+function refOf(f: ConditionFilter, mode: "segment" | "workflow") {
+  const hit = parsed.get(f);
+  if (hit && hit.mode === mode) return hit.ref;
+  const ref = parseField(f.field, f.operator, mode);
+  parsed.set(f, { mode, ref });
+  return ref;
+}
+
 function filter(st: St, f: ConditionFilter): boolean {
   const mode = st.o.mode ?? (st.o.facts ? "workflow" : "segment");
-  const ref = parseField(f.field, f.operator, mode);
+  const ref = refOf(f, mode);
   if (!ref) return false;
   const { c, o } = st;
   switch (ref.kind) {

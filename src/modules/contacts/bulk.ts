@@ -7,6 +7,7 @@
 import type { AppContext } from "../../context";
 import { setSubscribed } from "../../audience/contacts";
 import { notifyEvents, type RecordedEvent } from "../../audience/events";
+import { contactsChanged } from "../../audience/changes";
 import type { JobRunContext } from "../../jobs/queue";
 import { emptyResult, JOB_TYPES, MAX_REPORTED_ERRORS, type JobResult } from "./jobs";
 
@@ -61,6 +62,7 @@ export function bulkHandler(ctx: AppContext, action: BulkAction) {
       }
     });
     await notifyEvents(ctx, events);
+    if (action !== "bulk-delete") await contactsChanged(ctx, projectId, ids);
     return result;
   };
 }

@@ -14,6 +14,7 @@ import { Readable } from "node:stream";
 import type { AppContext } from "../../context";
 import { isValidDataKey, RESERVED_DATA_KEYS, type Data } from "../../audience/data-rules";
 import { notifyEvents, type RecordedEvent } from "../../audience/events";
+import { contactsChanged } from "../../audience/changes";
 import { upsertContactRaw } from "../../audience/raw";
 import { validationError, type FieldError } from "../../http/errors";
 import type { JobRunContext } from "../../jobs/queue";
@@ -138,7 +139,7 @@ interface Row {
   cells: string[];
 }
 
-function applyRow(sqlite: Database, now: number, projectId: string, cols: Columns, r: Row, cp: ImportCheckpoint, events: RecordedEvent[]) {
+function applyRow(sqlite: Database, now: number, projectId: string, cols: Columns, r: Row, cp: ImportCheckpoint, events: RecordedEvent[], written: string[] = []) {
   const fail = (email: string | null, error: string) => {
     cp.failed++;
     if (cp.errors.length < MAX_REPORTED_ERRORS) cp.errors.push({ row: r.row, email, error });
@@ -168,6 +169,7 @@ function applyRow(sqlite: Database, now: number, projectId: string, cols: Column
   if (res.isNew) cp.created++;
   else cp.updated++;
   events.push(...res.events);
+  written.push(res.contact.id);
 }
 
 export async function runImport(ctx: AppContext, job: JobRunContext<{ filename?: string }, ImportCheckpoint>): Promise<JobResult> {
@@ -207,6 +209,7 @@ export async function runImport(ctx: AppContext, job: JobRunContext<{ filename?:
 
   const commit = async (final: boolean) => {
     const events: RecordedEvent[] = [];
+    const written: string[] = [];
     const rows = batch;
     const skips = skipErrors;
     batch = [];
@@ -226,7 +229,7 @@ export async function runImport(ctx: AppContext, job: JobRunContext<{ filename?:
           throw new Error("This import run was superseded by another run of the same job");
         }
         for (const r of rows) {
-          applyRow(sqlite, now, projectId, cols!, r, state, events);
+          applyRow(sqlite, now, projectId, cols!, r, state, events, written);
           state.rows++;
         }
         for (const s of skips) {
@@ -244,6 +247,7 @@ export async function runImport(ctx: AppContext, job: JobRunContext<{ filename?:
       })(),
     );
     await notifyEvents(ctx, events);
+    await contactsChanged(ctx, projectId, written);
     if (!final) {
       await job.save(progressOf(state)); // extends the lease
       if (stopping.has(ctx)) throw new Error("Import interrupted by shutdown; it resumes from its checkpoint on the next start");

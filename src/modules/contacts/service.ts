@@ -3,6 +3,7 @@ import type { AppContext } from "../../context";
 import { flipEventName, normalizeContactEmail, upsertContact, viewContact, type ContactView } from "../../audience/contacts";
 import { applyDataRules, dataErrors, isValidDataKey, parseData, RESERVED_DATA_KEYS, type Data } from "../../audience/data-rules";
 import { notifyEvents, recordEvent, type RecordedEvent } from "../../audience/events";
+import { contactsChanged } from "../../audience/changes";
 import { aggregateUsage } from "../../audience/usage";
 import { badRequest, conflict, invalidField, notFound, validationError, type FieldError } from "../../http/errors";
 import { cursorPage, type CursorPage, type CursorParams } from "../../http/pagination";
@@ -99,6 +100,7 @@ export async function createOrUpdate(
     upsertContact(trx, ctx, { projectId, email: input.email, subscribed: input.subscribed, defaultSubscribed: true, data: input.data, source: "api" }),
   );
   await notifyEvents(ctx, r.events);
+  await contactsChanged(ctx, projectId, [r.contact.id]);
   return { contact: { ...viewContact(r.contact), _meta: { isNew: r.isNew, isUpdate: r.isUpdate } }, isNew: r.isNew };
 }
 
@@ -151,6 +153,7 @@ export async function updateContact(
     return next;
   });
   await notifyEvents(ctx, events);
+  await contactsChanged(ctx, projectId, [row.id]);
   return viewContact(row);
 }
 

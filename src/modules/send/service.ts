@@ -5,6 +5,7 @@ import type { AppContext } from "../../context";
 import { dataErrors } from "../../audience/data-rules";
 import { upsertContactRaw } from "../../audience/raw";
 import { notifyEvents, type RecordedEvent } from "../../audience/events";
+import { contactsChanged } from "../../audience/changes";
 import { payloadTooLarge, validationError, type FieldError } from "../../http/errors";
 import { isValidEmail } from "../../mail/address";
 import type { AttachmentInput } from "../../mail/compose";
@@ -177,5 +178,6 @@ export async function send(ctx: AppContext, projectId: string, input: SendInput)
   );
   wakeOutbox(ctx);
   await notifyEvents(ctx, events);
+  await contactsChanged(ctx, projectId, result.map((r) => r.contact.id));
   return { emails: result, timestamp: iso(now)! };
 }

@@ -1,0 +1,248 @@
+/**
+ * Stored membership of tracked segments and their entry/exit events.
+ *
+ * A tracked DYNAMIC segment keeps in segment_members the contacts it matched when last evaluated.
+ * Three things move it, each diffing live matches against the stored rows inside ONE transaction
+ * (so two of them never both see the same change) and recording `segment.<slug>.entry|exit` events
+ * in that transaction: POST /segments/:id/compute and the sweep (whole segment), and contact writes
+ * (reevaluateContacts: only the written contacts, every tracked segment of the project in one query).
+ */
+import { sql, type Insertable, type Transaction } from "kysely";
+import type { AppContext } from "../../context";
+import type { DB } from "../../db";
+import type { SegmentsTable } from "../../db/tables/segments";
+import { compileFrag, fragToRaw, parseStoredCondition, resolveSegments, type ConditionTree, type SegmentDef } from "../conditions";
+import { q } from "../conditions/frag";
+import { newEventId, notifyEvents, type RecordedEvent } from "../events";
+import { segmentMemberFrag } from "./audience";
+
+export interface TrackedSegment {
+  id: string;
+  slug: string;
+  name: string;
+  tree: ConditionTree;
+}
+
+export const entryEvent = (slug: string) => `segment.${slug}.entry`;
+export const exitEvent = (slug: string) => `segment.${slug}.exit`;
+
+// ---- the per-project list of tracked DYNAMIC segments (read on every contact write) ----------------
+
+const caches = new WeakMap<AppContext, Map<string, Promise<TrackedSegment[]>>>();
+
+function cacheOf(ctx: AppContext) {
+  let c = caches.get(ctx);
+  if (!c) caches.set(ctx, (c = new Map()));
+  return c;
+}
+
+/** Drops the cached list after a segment of the project was created, edited or deleted. */
+export function forgetTrackedSegments(ctx: AppContext, projectId: string): void {
+  cacheOf(ctx).delete(projectId);
+}
+
+export function trackedSegments(ctx: AppContext, projectId: string): Promise<TrackedSegment[]> {
+  const cache = cacheOf(ctx);
+  let p = cache.get(projectId);
+  if (!p) {
+    p = ctx.db
+      .selectFrom("segments")
+      .select(["id", "slug", "name", "condition"])
+      .where("project_id", "=", projectId)
+      .where("track_membership", "=", 1)
+      .where("type", "=", "DYNAMIC")
+      .execute()
+      .then((rows) =>
+        rows.flatMap((r) => {
+          const tree = parseStoredCondition(r.condition);
+          return tree ? [{ id: r.id, slug: r.slug, name: r.name, tree }] : [];
+        }),
+      );
+    p.catch(() => cache.delete(projectId));
+    cache.set(projectId, p);
+  }
+  return p;
+}
+
+// ---- writing a membership diff ------------------------------------------------------------------
+
+interface Change {
+  segment: { id: string; slug: string; name: string };
+  added: string[];
+  removed: string[];
+}
+
+const CHUNK = 400;
+
+/** Inserts/deletes the membership rows of `changes` and records one entry/exit event per change, inside `trx`. */
+export async function writeMembershipChanges(trx: Transaction<DB>, projectId: string, now: number, changes: Change[]): Promise<RecordedEvent[]> {
+  const events: RecordedEvent[] = [];
+  const eventRows: Insertable<DB["events"]>[] = [];
+  for (const ch of changes) {
+    const data = { segmentId: ch.segment.id, segmentName: ch.segment.name };
+    const json = JSON.stringify(data);
+    for (let i = 0; i < ch.added.length; i += CHUNK) {
+      const part = ch.added.slice(i, i + CHUNK);
+      await trx
+        .insertInto("segment_members")
+        .values(part.map((contact_id) => ({ segment_id: ch.segment.id, contact_id, created_at: now })))
+        .onConflict((oc) => oc.doNothing())
+        .execute();
+    }
+    for (let i = 0; i < ch.removed.length; i += CHUNK) {
+      const part = ch.removed.slice(i, i + CHUNK);
+      await trx.deleteFrom("segment_members").where("segment_id", "=", ch.segment.id).where("contact_id", "in", part).execute();
+    }
+    for (const [ids, name] of [
+      [ch.added, entryEvent(ch.segment.slug)],
+      [ch.removed, exitEvent(ch.segment.slug)],
+    ] as const) {
+      for (const contactId of ids) {
+        const id = newEventId(now);
+        eventRows.push({ id, project_id: projectId, contact_id: contactId, name, data: json, email_id: null, created_at: now });
+        events.push({ projectId, contactId, eventId: id, name, data });
+      }
+    }
+  }
+  for (let i = 0; i < eventRows.length; i += 100) await trx.insertInto("events").values(eventRows.slice(i, i + 100)).execute();
+  return events;
+}
+
+// ---- contact writes -------------------------------------------------------------------------------
+
+/**
+ * Re-evaluates written contacts against every tracked DYNAMIC segment of the project: one query for
+ * all segments (a CASE column per segment), one for the stored rows, the diff and its events in the
+ * same transaction, then the event feed is woken. Nothing at all when the project tracks no segment.
+ */
+export async function reevaluateContacts(ctx: AppContext, projectId: string, contactIds: readonly string[]): Promise<void> {
+  const segs = await trackedSegments(ctx, projectId);
+  if (!segs.length || !contactIds.length) return;
+  const events: RecordedEvent[] = [];
+  for (let i = 0; i < contactIds.length; i += CHUNK) {
+    const ids = contactIds.slice(i, i + CHUNK);
+    const recorded = await ctx.db.transaction().execute(async (trx) => {
+      const now = ctx.clock.now();
+      const segments = await resolveSegments(trx, projectId, segs.map((s) => s.tree));
+      let query = trx.selectFrom("contacts as c").select("c.id").where("c.project_id", "=", projectId).where("c.id", "in", ids as string[]);
+      segs.forEach((s, k) => {
+        const cond = compileFrag(s.tree, { projectId, now, segments, shape: "row" });
+        query = query.select(fragToRaw<number>(q`CASE WHEN ${cond} THEN 1 ELSE 0 END`).as(`m${k}`)) as typeof query;
+      });
+      const rows = (await query.execute()) as Array<Record<string, unknown> & { id: string }>;
+      const stored = await trx
+        .selectFrom("segment_members")
+        .select(["segment_id", "contact_id"])
+        .where("contact_id", "in", ids as string[])
+        .where("segment_id", "in", segs.map((s) => s.id))
+        .execute();
+      const storedSet = new Set(stored.map((r) => `${r.segment_id} ${r.contact_id}`));
+      const changes: Change[] = segs.map((s) => ({ segment: s, added: [], removed: [] }));
+      for (const row of rows) {
+        segs.forEach((s, k) => {
+          const match = Number(row[`m${k}`]) === 1;
+          const was = storedSet.has(`${s.id} ${row.id}`);
+          if (match && !was) changes[k]!.added.push(row.id);
+          else if (!match && was) changes[k]!.removed.push(row.id);
+        });
+      }
+      const real = changes.filter((c) => c.added.length || c.removed.length);
+      if (!real.length) return [];
+      const evs = await writeMembershipChanges(trx, projectId, now, real);
+      for (const c of real) {
+        await trx
+          .updateTable("segments")
+          .set({ member_count: sql`member_count + ${c.added.length - c.removed.length}` })
+          .where("id", "=", c.segment.id)
+          .execute();
+      }
+      return evs;
+    });
+    events.push(...recorded);
+  }
+  if (events.length) await notifyEvents(ctx, events);
+}
+
+// ---- whole segments -------------------------------------------------------------------------------
+
+type SegmentRow = Pick<SegmentsTable, "id" | "project_id" | "slug" | "name" | "type" | "condition" | "track_membership">;
+
+/** The live number of members (matching contacts for DYNAMIC, stored members for STATIC). */
+export async function liveCount(db: Transaction<DB> | AppContext["db"], seg: SegmentRow, now: number): Promise<number> {
+  const member = await segmentMemberFrag(db, seg.project_id, seg, now);
+  const row = await db
+    .selectFrom("contacts as c")
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .where("c.project_id", "=", seg.project_id)
+    .where(fragToRaw(member))
+    .executeTakeFirst();
+  return Number(row?.n ?? 0);
+}
+
+/**
+ * POST /segments/:id/compute and the sweep. A tracked DYNAMIC segment: stores its membership and
+ * records an entry/exit event per change. Any other: only counts. Either way memberCount is refreshed.
+ */
+export async function computeSegment(ctx: AppContext, seg: SegmentRow): Promise<{ added: number; removed: number; total: number }> {
+  if (seg.type !== "DYNAMIC" || seg.track_membership !== 1) {
+    const total = await liveCount(ctx.db, seg, ctx.clock.now());
+    await ctx.db.updateTable("segments").set({ member_count: total }).where("id", "=", seg.id).execute();
+    return { added: 0, removed: 0, total };
+  }
+  const tree = parseStoredCondition(seg.condition);
+  const result = await ctx.db.transaction().execute(async (trx) => {
+    const now = ctx.clock.now();
+    let segments: Map<string, SegmentDef> = new Map();
+    if (tree) segments = await resolveSegments(trx, seg.project_id, [tree]);
+    segments.delete(seg.id);
+    const cond = tree ? compileFrag(tree, { projectId: seg.project_id, now, segments }) : q`1 = 0`;
+    const live = fragToRaw(cond);
+    const added = await trx
+      .selectFrom("contacts as c")
+      .select("c.id")
+      .where("c.project_id", "=", seg.project_id)
+      .where(live)
+      .where("c.id", "not in", (eb) => eb.selectFrom("segment_members as sm").select("sm.contact_id").where("sm.segment_id", "=", seg.id))
+      .execute();
+    const removed = await trx
+      .selectFrom("segment_members as sm")
+      .select("sm.contact_id")
+      .where("sm.segment_id", "=", seg.id)
+      .where("sm.contact_id", "not in", (eb) =>
+        eb.selectFrom("contacts as c").select("c.id").where("c.project_id", "=", seg.project_id).where(fragToRaw(cond)),
+      )
+      .execute();
+    const change: Change = { segment: seg, added: added.map((r) => r.id), removed: removed.map((r) => r.contact_id) };
+    const events = change.added.length || change.removed.length ? await writeMembershipChanges(trx, seg.project_id, now, [change]) : [];
+    const count = await trx
+      .selectFrom("segment_members")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .where("segment_id", "=", seg.id)
+      .executeTakeFirst();
+    const total = Number(count?.n ?? 0);
+    await trx.updateTable("segments").set({ member_count: total }).where("id", "=", seg.id).execute();
+    return { added: change.added.length, removed: change.removed.length, total, events };
+  });
+  if (result.events.length) await notifyEvents(ctx, result.events);
+  return { added: result.added, removed: result.removed, total: result.total };
+}
+
+/**
+ * The sweep: every segment's memberCount is refreshed and every tracked DYNAMIC segment computed
+ * (time-relative conditions move without a contact write). One segment at a time; a failing
+ * segment is logged and skipped.
+ */
+export async function sweepSegments(ctx: AppContext): Promise<void> {
+  const rows = await ctx.db
+    .selectFrom("segments")
+    .select(["id", "project_id", "slug", "name", "type", "condition", "track_membership"])
+    .orderBy("id")
+    .execute();
+  for (const seg of rows) {
+    try {
+      await computeSegment(ctx, seg);
+    } catch (e) {
+      ctx.log.error("segment sweep failed", { segmentId: seg.id, error: String((e as Error)?.stack ?? e) });
+    }
+  }
+}

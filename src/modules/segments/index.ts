@@ -1,0 +1,20 @@
+import { reevaluateContacts, sweepSegments } from "../../audience/segments/membership";
+import type { ModuleDef } from "../module";
+import { segmentRoutes } from "./routes";
+import { eventUsage, fieldUsage, resetProjectSegments } from "./service";
+
+export { segmentAudienceWhere } from "../../audience/segments/audience";
+export { viewSegment, type SegmentView } from "./service";
+
+/** Segments: CRUD, members, refresh/compute, tracked membership on contact writes, the sweep. */
+export const segmentsModule: ModuleDef = {
+  name: "segments",
+  routes: segmentRoutes,
+  install(ctx) {
+    ctx.hooks.contactsChanged.push(reevaluateContacts);
+    ctx.hooks.fieldUsage.push(fieldUsage);
+    ctx.hooks.eventUsage.push(eventUsage);
+    ctx.hooks.resetProject.push(resetProjectSegments);
+    ctx.schedules.every("segment-sweep", ctx.config.segmentSweepIntervalMs, () => sweepSegments(ctx));
+  },
+};
