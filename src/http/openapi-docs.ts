@@ -36,6 +36,7 @@ export const TAGS: { name: string; description: string }[] = [
   { name: "Events", description: "Client events (/v1/track) and the event log" },
   { name: "Domains", description: "Sender domains and DKIM" },
   { name: "Templates", description: "Email templates" },
+  { name: "Segments", description: "Dynamic and static segments, tracked membership" },
   { name: "Sending", description: "Transactional sending and address verification" },
   { name: "Emails", description: "The per-message log" },
   { name: "Activity", description: "Activity feed" },
@@ -126,6 +127,18 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   "DELETE /templates/:id": d("Templates", "secret", "Delete a template"),
   "POST /templates/:id/duplicate": d("Templates", "secret", "Copy a template", { status: 201 }),
   "GET /templates/:id/usage": d("Templates", "secret", "Campaigns and workflow steps that use a template"),
+
+  // Segments
+  "GET /segments": d("Segments", "secret", "All segments, newest first (bare array)"),
+  "POST /segments": d("Segments", "secret", "Create a DYNAMIC (condition tree) or STATIC segment", { status: 201, bare400: "a DYNAMIC segment has no condition" }),
+  "GET /segments/:id": d("Segments", "secret", "Get a segment"),
+  "PATCH /segments/:id": d("Segments", "secret", "Update a segment's name, description, condition or membership tracking"),
+  "DELETE /segments/:id": d("Segments", "secret", "Delete a segment (409 while an active campaign uses it)"),
+  "GET /segments/:id/contacts": d("Segments", "secret", "Members of a segment (offset list, newest contact first)"),
+  "POST /segments/:id/members": d("Segments", "secret", "Add contacts to a STATIC segment by email"),
+  "DELETE /segments/:id/members": d("Segments", "secret", "Remove contacts from a STATIC segment by email"),
+  "POST /segments/:id/refresh": d("Segments", "secret", "Count the segment's current members (no events, no membership writes)"),
+  "POST /segments/:id/compute": d("Segments", "secret", "Store a tracked segment's membership and emit entry/exit events"),
 
   // Sending
   "POST /v1/send": d("Sending", "apiOnly", "Send a transactional email to one or more recipients (template or inline content)", {

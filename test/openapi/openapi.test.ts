@@ -80,7 +80,7 @@ test("auth schemes, parameters, bodies, success and error responses are describe
   expect(list.parameters.map((p: any) => p.name).sort()).toEqual(["cursor", "id", "limit", "status"]);
 
   // The spec's bare { error } cases.
-  for (const [path, method] of [["/contacts", "post"], ["/templates", "post"]]) {
+  for (const [path, method] of [["/contacts", "post"], ["/templates", "post"], ["/segments", "post"]]) {
     const bad = doc.paths[path][method].responses["400"];
     expect(JSON.stringify(bad)).toContain("#/components/schemas/BareError");
   }
