@@ -281,6 +281,26 @@ describe("deliveries", () => {
     await srv.api(`/webhook-endpoints/${ep.id}`, { method: "DELETE", key: acct.secretKey });
   });
 
+  test("segment entry and exit events reach an endpoint subscribed to that segment", async () => {
+    const seg = await srv.api("/segments", {
+      key: acct.secretKey,
+      body: { name: "Pro Users", trackMembership: true, condition: { logic: "AND", groups: [{ filters: [{ field: "data.plan", operator: "equals", value: "pro" }] }] } },
+    });
+    expect(seg.status).toBe(201);
+    const slug = seg.body.slug;
+    const ep = await endpoint(acct, { url: rx.url + "/segment", events: [`segment.${slug}.entry`, `segment.${slug}.exit`] });
+    const c = await srv.api("/contacts", { key: acct.secretKey, body: { email: "pro@hooks.test", data: { plan: "pro" } } });
+    expect([200, 201]).toContain(c.status);
+    await srv.api(`/segments/${seg.body.id}/compute`, { method: "POST", key: acct.secretKey });
+    const [entry] = await rx.waitFor(1, (r) => r.path === "/segment");
+    expect(verify(ep.secret, entry!)).toMatchObject({ type: `segment.${slug}.entry`, data: { segmentId: seg.body.id, contactEmail: "pro@hooks.test" } });
+    await srv.api(`/contacts/${c.body.id}`, { method: "PATCH", key: acct.secretKey, body: { data: { plan: "free" } } });
+    await srv.api(`/segments/${seg.body.id}/compute`, { method: "POST", key: acct.secretKey });
+    const both = await rx.waitFor(2, (r) => r.path === "/segment");
+    expect(both[1]!.json.type).toBe(`segment.${slug}.exit`);
+    await srv.api(`/webhook-endpoints/${ep.id}`, { method: "DELETE", key: acct.secretKey });
+  });
+
   test("test ping: one signed webhook.test now, logged as a delivery", async () => {
     const ep = await endpoint(acct, { url: rx.url + "/ping", events: ["email.sent"] });
     const r = await srv.api(`/webhook-endpoints/${ep.id}/test`, { method: "POST", key: acct.secretKey });
