@@ -29,6 +29,10 @@ export interface Config {
   /** Waits between outbound webhook attempts (and the first ones of workflow WEBHOOK retries). */
   webhookRetryScheduleMs: number[];
   metricsToken?: string;
+  /** Outbound messages per second per project (IP warm-up); unset = unlimited. */
+  sendRate?: number;
+  /** Contacts written per campaign fan-out transaction. */
+  campaignBatchSize: number;
 }
 
 interface Option {
@@ -85,6 +89,8 @@ export const OPTIONS: Option[] = [
   { key: "allowPrivateWebhooks", env: "MAILSVC_ALLOW_PRIVATE_WEBHOOKS", flag: "--allow-private-webhooks", help: "let workflow and outbound webhooks reach loopback/private addresses", parse: bool },
   { key: "webhookRetryScheduleMs", env: "MAILSVC_WEBHOOK_RETRY_SCHEDULE", flag: "--webhook-retry-schedule", help: "waits between webhook attempts after a non-2xx or network failure", parse: (s) => list(s).map(parseDuration) },
   { key: "metricsToken", env: "MAILSVC_METRICS_TOKEN", flag: "--metrics-token", help: "bearer token required by /metrics", parse: str },
+  { key: "campaignBatchSize", env: "MAILSVC_CAMPAIGN_BATCH_SIZE", flag: "--campaign-batch-size", help: "contacts written per campaign fan-out transaction", parse: int("campaign batch size") },
+  { key: "sendRate", env: "MAILSVC_SEND_RATE", flag: "--send-rate", help: "outbound messages per second per project (default unlimited)", parse: int("send rate") },
 ];
 
 export const DEFAULT_RETRY_SCHEDULE = "5m,15m,1h,3h,6h,12h,24h,24h,24h";
@@ -108,6 +114,7 @@ function defaults(): Omit<Config, "publicUrl"> & { publicUrl?: string } {
     retryScheduleMs: list(DEFAULT_RETRY_SCHEDULE).map(parseDuration),
     logRequests: true,
     allowPrivateWebhooks: false,
+    campaignBatchSize: 1000,
     webhookRetryScheduleMs: list(DEFAULT_WEBHOOK_RETRY_SCHEDULE).map(parseDuration),
   };
 }

@@ -59,6 +59,8 @@ export interface Hooks {
   segmentInUse: Array<(ctx: AppContext, projectId: string, segmentId: string) => Promise<string | null>>;
   /** Deletes a project's data beyond the foundation tables (project reset), per module. */
   resetProject: Array<(ctx: AppContext, projectId: string) => Promise<void>>;
+  /** Called by the outbox after it committed outcomes of campaign emails (campaigns move to SENT). */
+  campaignOutcomes?: (ctx: AppContext, campaignIds: string[]) => void;
 }
 
 export interface UpcomingItem {

@@ -7,6 +7,8 @@ import m005 from "../../migrations/005_feedback.sql" with { type: "text" };
 import m006 from "../../migrations/006_observability.sql" with { type: "text" };
 import m007 from "../../migrations/007_event_feed.sql" with { type: "text" };
 import m008 from "../../migrations/008_segments.sql" with { type: "text" };
+import m009 from "../../migrations/009_campaigns.sql" with { type: "text" };
+import m010 from "../../migrations/010_workflows.sql" with { type: "text" };
 import m013 from "../../migrations/013_webhooks.sql" with { type: "text" };
 
 export const MIGRATIONS: { name: string; sql: string }[] = [
@@ -18,5 +20,7 @@ export const MIGRATIONS: { name: string; sql: string }[] = [
   { name: "006_observability", sql: m006 },
   { name: "007_event_feed", sql: m007 },
   { name: "008_segments", sql: m008 },
+  { name: "009_campaigns", sql: m009 },
+  { name: "010_workflows", sql: m010 },
   { name: "013_webhooks", sql: m013 },
 ];

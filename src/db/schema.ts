@@ -4,8 +4,10 @@ import type { SenderTables } from "./tables/senders";
 import type { DeliveryTables } from "./tables/delivery";
 import type { FeedbackTables } from "./tables/feedback";
 import type { ObservabilityTables } from "./tables/observability";
+import type { CampaignTables } from "./tables/campaigns";
 import type { SegmentTables } from "./tables/segments";
+import type { WorkflowTables } from "./tables/workflows";
 import type { WebhookTables } from "./tables/webhooks";
 
 /** The whole database as Kysely sees it; each part lives beside its migration's owner. */
-export interface DB extends FoundationTables, AudienceTables, SenderTables, DeliveryTables, FeedbackTables, ObservabilityTables, SegmentTables, WebhookTables {}
+export interface DB extends FoundationTables, AudienceTables, SenderTables, DeliveryTables, FeedbackTables, ObservabilityTables, CampaignTables, SegmentTables, WorkflowTables, WebhookTables {}

@@ -144,7 +144,12 @@ function projectDisabled(reason: string | null) {
 function checkCsrf(ctx: AppContext, request: Request) {
   if (request.method === "GET" || request.method === "HEAD" || request.method === "OPTIONS") return;
   const origin = request.headers.get("origin");
-  if (!origin) return;
+  if (!origin) {
+    // No Origin (old browsers, some same-origin navigations): fall back on Fetch Metadata when sent.
+    const site = request.headers.get("sec-fetch-site");
+    if (site && site !== "same-origin" && site !== "none") throw forbidden("Cross-site request refused");
+    return;
+  }
   let originHost: string;
   try {
     originHost = new URL(origin).host;

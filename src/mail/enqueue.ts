@@ -24,6 +24,8 @@ export interface NewContent {
   type?: "TRANSACTIONAL" | "MARKETING" | "HEADLESS";
   headers?: Record<string, string> | null;
   attachments?: AttachmentInput[] | null;
+  /** Never tracked, whatever the project's tracking mode (a campaign's test send). */
+  noTracking?: boolean;
 }
 
 export interface NewEmail {
@@ -34,6 +36,8 @@ export interface NewEmail {
   toName?: string | null;
   /** Render variables of this recipient (contact fields, data incl. non-persistent values). */
   vars?: Record<string, unknown> | null;
+  /** The same variables already serialized (campaign fan-out: the contact's stored data JSON). */
+  varsJson?: string | null;
   sourceType: EmailSourceType;
   campaignId?: string | null;
   templateId?: string | null;
@@ -42,6 +46,8 @@ export interface NewEmail {
   status?: Extract<EmailStatus, "PENDING" | "SUPPRESSED">;
   /** When the first attempt is due (default: now). */
   runAt?: number;
+  /** Outbox claim priority: 0 (default) before 1 (campaign mail). */
+  priority?: number;
 }
 
 export const SUPPRESSED_REPLY = "address is suppressed (earlier hard bounce or complaint)";
@@ -60,6 +66,7 @@ function contentRow(id: string, now: number, c: NewContent): Insertable<EmailCon
     headers: c.headers && Object.keys(c.headers).length ? JSON.stringify(c.headers) : null,
     attachments: c.attachments && c.attachments.length ? JSON.stringify(c.attachments) : null,
     created_at: now,
+    ...(c.noTracking ? { no_tracking: 1 } : {}),
   };
 }
 
@@ -72,7 +79,7 @@ function emailRow(id: string, now: number, hostname: string, e: NewEmail): Inser
     contact_id: e.contactId,
     to_email: e.toEmail,
     to_name: e.toName ?? null,
-    vars: e.vars ? JSON.stringify(e.vars) : null,
+    vars: e.varsJson ?? (e.vars ? JSON.stringify(e.vars) : null),
     status,
     source_type: e.sourceType,
     campaign_id: e.campaignId ?? null,
@@ -83,6 +90,7 @@ function emailRow(id: string, now: number, hostname: string, e: NewEmail): Inser
     last_reply: status === "SUPPRESSED" ? SUPPRESSED_REPLY : null,
     created_at: now,
     updated_at: now,
+    ...(e.priority ? { priority: e.priority } : {}),
   };
 }
 

@@ -12,7 +12,7 @@ export type ClaimedEmail = Pick<
   "id" | "project_id" | "content_id" | "contact_id" | "to_email" | "to_name" | "vars" | "source_type" | "campaign_id" | "template_id" | "message_id" | "attempts" | "sent_at"
 >;
 
-export type ContentRow = Omit<Selectable<EmailContentsTable>, "created_at">;
+export type ContentRow = Omit<Selectable<EmailContentsTable>, "created_at" | "no_tracking"> & { no_tracking?: number };
 
 const CLAIMED_COLUMNS =
   "id, project_id, content_id, contact_id, to_email, to_name, vars, source_type, campaign_id, template_id, message_id, attempts, sent_at";
@@ -29,11 +29,13 @@ export function claimDue(
   choose: (rows: { id: string; project_id: string | null }[]) => string[],
 ): ClaimedEmail[] {
   return sqlite.transaction(() => {
-    const rows = sqlite
-      .query<{ id: string; project_id: string | null }, [number, number]>(
-        "SELECT id, project_id FROM emails WHERE status IN ('PENDING', 'DEFERRED') AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?",
-      )
-      .all(now, candidates);
+    // Priority 0 (transactional, workflow, system) before 1 (campaigns): a password reset never
+    // waits behind a newsletter. Each is a range seek on emails_due_priority.
+    const due = sqlite.query<{ id: string; project_id: string | null }, [number, number, number]>(
+      "SELECT id, project_id FROM emails WHERE status IN ('PENDING', 'DEFERRED') AND priority = ? AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?",
+    );
+    const rows = due.all(0, now, candidates);
+    if (rows.length < candidates) rows.push(...due.all(1, now, candidates - rows.length));
     if (!rows.length) return [];
     const ids = choose(rows);
     if (!ids.length) return [];
@@ -69,7 +71,7 @@ export function expiredLeases(sqlite: Database, now: number): string[] {
 export function loadContents(sqlite: Database, ids: string[]): ContentRow[] {
   return sqlite
     .query<ContentRow, [string]>(
-      `SELECT id, project_id, subject, html, text, from_email, from_name, reply_to, type, headers, attachments
+      `SELECT id, project_id, subject, html, text, from_email, from_name, reply_to, type, headers, attachments, no_tracking
        FROM email_contents WHERE id IN (SELECT value FROM json_each(?))`,
     )
     .all(JSON.stringify(ids));

@@ -106,6 +106,8 @@ class ContentCache {
 }
 
 interface PendingOutcome {
+  /** The email's campaign: told to ctx.hooks.campaignOutcomes once this outcome is committed. */
+  campaignId?: string | null;
   write?: OutcomeWrite;
   bounce?: BounceWrite;
   events: EventRow[];
@@ -141,7 +143,8 @@ export class Outbox {
     private readonly ctx: AppContext,
     opts: Partial<OutboxOptions> = {},
   ) {
-    this.opts = { ...DEFAULT_OUTBOX_OPTIONS, ...opts };
+    // MAILSVC_SEND_RATE (IP warm-up) replaces the default per-project rate; explicit options win.
+    this.opts = { ...DEFAULT_OUTBOX_OPTIONS, ...(ctx.config.sendRate ? { projectRatePerSecond: ctx.config.sendRate } : {}), ...opts };
     this.buckets = new ProjectBuckets(this.opts.projectRatePerSecond);
     this.keys = new SigningKeys(ctx);
     this.resolver = createResolver(ctx.config);
@@ -312,7 +315,9 @@ export class Outbox {
         builds.push(this.settle(row, { write: { kind: "FAILED", id: row.id, reply: "local error: email content missing", host: null }, events: [] }));
         continue;
       }
-      builds.push(this.deliver(row, content, row.project_id ? (modes.get(row.project_id) ?? "ENABLED") : undefined));
+      // Content marked no_tracking (a campaign's test send) is never tracked.
+      const mode = row.project_id ? (content.no_tracking ? "DISABLED" : (modes.get(row.project_id) ?? "ENABLED")) : undefined;
+      builds.push(this.deliver(row, content, mode));
       if (i % 8 === 7) await yieldToEventLoop();
     }
     await Promise.all(builds);
@@ -374,6 +379,7 @@ export class Outbox {
       from: envelopeFromFor(row.id, content.from_email),
       to: row.to_email,
       raw,
+      urgent: row.source_type !== "CAMPAIGN",
       done: (result, info) => this.finish(row, result, info).finally(() => builder.release(raw)),
     });
   }
@@ -411,7 +417,7 @@ export class Outbox {
   /** Queues an outcome for the next group commit; resolves once it is committed. */
   private settle(row: ClaimedEmail, o: Omit<PendingOutcome, "resolve" | "reject">): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      this.pending.push({ ...o, resolve, reject });
+      this.pending.push({ ...o, campaignId: row.campaign_id, resolve, reject });
       if (this.flushTimer && this.dispatcher.onWire === 0) {
         // Every connection is waiting for this commit: no further outcome will come, commit now.
         clearTimeout(this.flushTimer);
@@ -471,6 +477,8 @@ export class Outbox {
     if (bounces.length) await recordBounces(this.ctx, now, bounces);
     // Workflows start from these (ctx.hooks.onEvent); not awaited, so a slow hook never holds a connection.
     if (recorded.length) void notifyEvents(this.ctx, recorded);
+    const campaigns = new Set(batch.map((p) => p.campaignId).filter((id): id is string => !!id));
+    if (campaigns.size) this.ctx.hooks.campaignOutcomes?.(this.ctx, [...campaigns]);
   }
 }
 

@@ -25,6 +25,8 @@ export interface Delivery {
   /** Envelope RCPT TO. */
   to: string;
   raw: Buffer;
+  /** Goes ahead of the destination's queue (transactional mail passes waiting campaign mail). */
+  urgent?: boolean;
   /** Records the outcome; resolves once it is durable. */
   done(result: DeliveryResult, info: DeliveryInfo): Promise<void>;
 }
@@ -84,7 +86,10 @@ class Destination {
   ) {}
 
   add(del: Delivery) {
-    this.queue.push(del);
+    // Urgent messages keep their order among themselves, ahead of every non-urgent one.
+    const at = del.urgent ? this.queue.findIndex((q) => !q.urgent) : -1;
+    if (at >= 0) this.queue.splice(at, 0, del);
+    else this.queue.push(del);
     this.pump();
   }
 

@@ -1,4 +1,6 @@
 import { activityModule } from "./activity";
+import { campaignsModule } from "./campaigns";
+import { audienceCountModule } from "./audience-count";
 import { contactsModule } from "./contacts";
 import { domainsModule } from "./domains";
 import { emailsModule } from "./emails";
@@ -13,6 +15,8 @@ import { templatesModule } from "./templates";
 import { trackingModule } from "./tracking";
 import { userRoutes } from "./users/routes";
 import { verifyModule } from "./verify";
+import { workflowsModule } from "./workflows";
+import { webModule } from "../web";
 import { webhooksModule } from "./webhooks";
 
 /** Every module of the service, in install order. */
@@ -27,9 +31,13 @@ export const MODULES: ModuleDef[] = [
   segmentsModule,
   verifyModule,
   sendModule,
+  campaignsModule,
   trackingModule,
   emailsModule,
   activityModule,
   metricsModule,
+  workflowsModule,
+  audienceCountModule,
   webhooksModule,
+  webModule,
 ];

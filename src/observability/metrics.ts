@@ -66,7 +66,11 @@ export class HttpStats {
   private counts = new Map<string, { method: string; route: string; status: string; n: number }>();
   private latency = new Map<string, RouteLatency>();
 
+  /** Requests answered since start (the workflow engine backs off while the API is busy). */
+  total = 0;
+
   record(method: string, route: string, status: string, seconds: number): void {
+    this.total++;
     const ck = method + " " + route + " " + status;
     const c = this.counts.get(ck);
     if (c) c.n++;

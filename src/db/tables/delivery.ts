@@ -14,6 +14,8 @@ export interface EmailContentsTable {
   headers: string | null;
   attachments: string | null;
   created_at: number;
+  /** 1: never tracked (a campaign's test send). */
+  no_tracking: Generated<number>;
 }
 
 export type EmailStatus =
@@ -61,6 +63,8 @@ export interface EmailsTable {
   bounced_at: number | null;
   complained_at: number | null;
   failed_at: number | null;
+  /** Outbox claim order: 0 first (transactional), 1 campaign mail. */
+  priority: Generated<number>;
 }
 
 export interface SuppressionsTable {

@@ -20,6 +20,8 @@ export interface ProjectsTable {
   disabled: number;
   disabled_reason: string | null;
   tracking: string;
+  /** whsec_… (migration 010); NULL until first needed on projects created before it. */
+  webhook_secret?: string | null;
   created_at: number;
   updated_at: number;
 }

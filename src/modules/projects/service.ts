@@ -4,6 +4,7 @@ import type { ProjectsTable } from "../../db/tables/foundation";
 import type { AppContext } from "../../context";
 import { AppError, badRequest, conflict, forbidden, notFound } from "../../http/errors";
 import { generateKey } from "../../http/keys";
+import { newWebhookSecret } from "../../webhooks/sign";
 
 export type Role = "OWNER" | "ADMIN" | "MEMBER";
 export const ROLES: Role[] = ["OWNER", "ADMIN", "MEMBER"];
@@ -18,6 +19,7 @@ export function viewProject(p: ProjectRow, role?: string) {
     name: p.name,
     public: p.public_key,
     secret: p.secret_key,
+    webhookSecret: p.webhook_secret ?? null,
     disabled: !!p.disabled,
     disabledReason: p.disabled_reason,
     tracking: p.tracking,
@@ -34,6 +36,7 @@ export async function createProject(ctx: AppContext, ownerId: string, name: stri
     name,
     public_key: generateKey("pk"),
     secret_key: generateKey("sk"),
+    webhook_secret: newWebhookSecret(),
     disabled: 0,
     disabled_reason: null,
     tracking: "ENABLED",
@@ -92,7 +95,7 @@ export async function updateProject(ctx: AppContext, projectId: string, patch: {
 export async function rotateKeys(ctx: AppContext, projectId: string) {
   const row = await ctx.db
     .updateTable("projects")
-    .set({ public_key: generateKey("pk"), secret_key: generateKey("sk"), updated_at: ctx.clock.now() })
+    .set({ public_key: generateKey("pk"), secret_key: generateKey("sk"), webhook_secret: newWebhookSecret(), updated_at: ctx.clock.now() })
     .where("id", "=", projectId)
     .returningAll()
     .executeTakeFirstOrThrow();

@@ -3,6 +3,7 @@ import type { AppContext } from "../../context";
 import { authPlugin } from "../../http/auth";
 import { BareError } from "../../http/errors";
 import { parseOffsetParams } from "../../http/pagination";
+import { PreviewBody, previewTemplate } from "./preview";
 import * as schemas from "./schemas";
 import * as svc from "./service";
 
@@ -41,6 +42,7 @@ export function templateRoutes(ctx: AppContext) {
         body: schemas.CreateTemplate,
       },
     )
+    .post("/templates/preview", ({ body }) => previewTemplate(ctx, body), { auth: "secret", body: PreviewBody })
     .get("/templates/:id", async ({ auth, params }) => svc.viewTemplate(await svc.getTemplate(ctx, auth.projectId, params.id)), {
       auth: "secret",
       params: IdParams,

@@ -1,0 +1,52 @@
+/**
+ * CONDITION steps on top of the one condition compiler (src/audience/conditions): a step config
+ * is a condition tree `{ logic, groups }` or a single filter `{ field, operator, value, unit? }`,
+ * which is wrapped into a one-filter tree.
+ */
+import { contactMatches, normalizeCondition, validateCondition, type ConditionTree as Tree } from "../audience/conditions";
+import type { FieldError } from "../http/errors";
+import type { Db } from "./store";
+
+export type ConditionTree = { logic: string; groups: unknown[] };
+
+
+/** The tree of a CONDITION config (a bare filter is wrapped). */
+export function treeOf(config: Record<string, unknown>): ConditionTree {
+  if ("groups" in config || "logic" in config) return config as ConditionTree;
+  const filter: Record<string, unknown> = { field: config.field, operator: config.operator };
+  if ("value" in config) filter.value = config.value;
+  if ("unit" in config) filter.unit = config.unit;
+  return { logic: "AND", groups: [{ filters: [filter] }] };
+}
+
+/** Validates a CONDITION config; errors name paths under `config`. */
+export function conditionErrors(c: Record<string, unknown>): { config: Record<string, unknown>; errors: FieldError[] } {
+  const isTree = "groups" in c || "logic" in c;
+  if (!isTree) {
+    const errors: FieldError[] = [];
+    if (typeof c.field !== "string" || !c.field) errors.push({ field: "config.field", message: "Required: a condition tree { logic, groups } or a filter { field, operator, value }", code: "invalid_type", received: c.field === undefined ? "undefined" : typeof c.field });
+    if (typeof c.operator !== "string" || !c.operator) errors.push({ field: "config.operator", message: "Required", code: "invalid_type", received: c.operator === undefined ? "undefined" : typeof c.operator });
+    if (errors.length) return { config: c, errors };
+  }
+  const tree = treeOf(c);
+  // A bare filter's issues are named at config.<key> (the filter is the config itself).
+  const errors: FieldError[] = validateCondition(tree, { path: "config", mode: "workflow" }).map((e) => ({
+    ...e,
+    field: isTree ? e.field : e.field.replace(/^config\.groups\[0\]\.filters\[0\]/, "config"),
+  }));
+  const config: Record<string, unknown> = isTree ? { logic: tree.logic, groups: tree.groups } : { field: c.field, operator: c.operator, ...("value" in c ? { value: c.value } : {}), ...("unit" in c ? { unit: c.unit } : {}) };
+  return { config, errors };
+}
+
+export interface MatchOptions {
+  projectId: string;
+  contactId: string;
+  now: number;
+  facts: { event: Record<string, unknown>; workflow: Record<string, unknown> };
+}
+
+/** Whether the contact matches the CONDITION config: the one condition compiler, for one contact. */
+export async function contactMatchesTree(db: Db, config: Record<string, unknown>, opts: MatchOptions): Promise<boolean> {
+  const tree = normalizeCondition(treeOf(config)) as Tree;
+  return contactMatches(db, tree, { projectId: opts.projectId, contactId: opts.contactId, now: opts.now, facts: opts.facts, mode: "workflow" });
+}

@@ -1,0 +1,402 @@
+/**
+ * The executor: advances ONE execution per job. A job carries the execution's step_seq; the
+ * transaction that runs a step first takes the turn (compare-and-set on step_seq), then writes the
+ * step's log row, its effects (an email row, a contact update) and the next job together, so a job
+ * re-run after kill -9 finds the turn taken and does nothing: no step runs twice, no email is
+ * written twice. Steps that only touch the database are chained in the same transaction; DELAY,
+ * WAIT_FOR_EVENT and WEBHOOK (network, outside any transaction) end the chain with a job.
+ */
+import type { Transaction } from "kysely";
+import { contactsChangedMany } from "../audience/changes";
+import { notifyEvents } from "../audience/events";
+import type { AppContext } from "../context";
+import type { DB } from "../db";
+import type { JobRunContext } from "../jobs/queue";
+import { wakeOutbox } from "../mail/outbox";
+import { decideNext } from "./graph";
+import { runCondition } from "./steps/condition";
+import { runDelay } from "./steps/delay";
+import type { StepEnv, StepRunner } from "./steps/env";
+import { runExit } from "./steps/exit";
+import { runSendEmail } from "./steps/send-email";
+import { runUpdateContact } from "./steps/update-contact";
+import { runWaitForEvent } from "./steps/wait-for-event";
+import { performWebhook } from "./steps/webhook";
+import {
+  claimTurn,
+  currentEventSeq,
+  getContactRow,
+  claimTurnRow,
+  completeJobs,
+  dueStepJobs,
+  preloadContacts,
+  getExecution,
+  loadGraph,
+  openStepLog,
+  updateExecution,
+  workflowVersion,
+  writeStepLog,
+  type Db,
+  type ExecutionRow,
+  type LoadedWorkflow,
+} from "./store";
+import { fail, next, type StepOutcome, type StepType } from "./types";
+
+export const STEP_JOB = "workflow.step";
+/** Steps run in one transaction before the chain hands over to a new job. */
+const MAX_CHAIN = 50;
+const MAX_JOB_ATTEMPTS = 5;
+
+export type Resume = "delay" | "timeout" | "event" | "retry";
+
+export interface StepJobPayload {
+  executionId: string;
+  seq: number;
+  resume?: Resume;
+  /** The awaited event (resume "event"). */
+  event?: { id: string; name: string; data: Record<string, unknown> };
+}
+
+const RUNNERS: Record<Exclude<StepType, "WEBHOOK">, StepRunner> = {
+  SEND_EMAIL: runSendEmail,
+  DELAY: runDelay,
+  WAIT_FOR_EVENT: runWaitForEvent,
+  CONDITION: runCondition,
+  UPDATE_CONTACT: runUpdateContact,
+  EXIT: runExit,
+};
+
+// ---- workflow graphs, cached per version (every structural edit bumps workflows.updated_at) ----
+
+const graphs = new WeakMap<AppContext, Map<string, LoadedWorkflow>>();
+
+export async function loadWorkflow(ctx: AppContext, db: Db, workflowId: string, memo?: Map<string, unknown>): Promise<LoadedWorkflow | null> {
+  // Inside one batch transaction nothing else changes the graph: check the version once.
+  const seen = memo?.get(`wf:${workflowId}`) as LoadedWorkflow | undefined;
+  if (seen) return seen;
+  const v = await workflowVersion(db, workflowId);
+  if (!v) return null;
+  let cache = graphs.get(ctx);
+  if (!cache) graphs.set(ctx, (cache = new Map()));
+  const hit = cache.get(workflowId);
+  if (hit && hit.updatedAt === v.updated_at && hit.name === v.name) {
+    memo?.set(`wf:${workflowId}`, hit);
+    return hit;
+  }
+  const g = await loadGraph(db, workflowId);
+  const wf: LoadedWorkflow = { id: v.id, projectId: v.project_id, name: v.name, updatedAt: v.updated_at, steps: new Map(g.steps.map((s) => [s.id, s])), transitions: g.transitions };
+  if (cache.size > 1000) cache.clear();
+  cache.set(workflowId, wf);
+  memo?.set(`wf:${workflowId}`, wf);
+  return wf;
+}
+
+// ---- starting ----------------------------------------------------------------------------------
+
+export interface StartInput {
+  projectId: string;
+  workflowId: string;
+  entryStepId: string | null;
+  contactId: string;
+  context?: Record<string, unknown> | null;
+  event?: { id: string; name: string; data: Record<string, unknown> } | null;
+}
+
+/** The row of a new RUNNING execution whose first job is `jobId`. */
+export function newExecutionRow(id: string, input: StartInput, jobId: string, now: number): ExecutionRow {
+  return {
+    id,
+    project_id: input.projectId,
+    workflow_id: input.workflowId,
+    contact_id: input.contactId,
+    status: "RUNNING",
+    current_step_id: input.entryStepId,
+    step_seq: 0,
+    context: input.context ? JSON.stringify(input.context) : null,
+    trigger_event: input.event ? JSON.stringify(input.event) : null,
+    exit_reason: null,
+    wait_event: null,
+    wait_since: null,
+    wait_seq: null,
+    resume_at: null,
+    job_id: jobId,
+    started_at: now,
+    completed_at: null,
+    updated_at: now,
+  };
+}
+
+/** Inserts a RUNNING execution and its first job inside `trx` (the caller wakes the job loop after commit). */
+export async function insertExecution(ctx: AppContext, trx: Transaction<DB>, input: StartInput, now: number): Promise<ExecutionRow> {
+  return (await insertExecutions(ctx, trx, [input], now))[0]!;
+}
+
+/** Many starts with multi-row inserts (the trigger consumer's batches). */
+export async function insertExecutions(ctx: AppContext, trx: Transaction<DB>, inputs: StartInput[], now: number): Promise<ExecutionRow[]> {
+  if (!inputs.length) return [];
+  const ids = inputs.map(() => Bun.randomUUIDv7(undefined, now));
+  const jobIds = await ctx.jobs.enqueueMany(STEP_JOB, ids.map((executionId) => ({ executionId, seq: 0 }) satisfies StepJobPayload), { trx, runAt: now, maxAttempts: MAX_JOB_ATTEMPTS });
+  const rows = inputs.map((input, i) => newExecutionRow(ids[i]!, input, jobIds[i]!, now));
+  for (let i = 0; i < rows.length; i += 100) await trx.insertInto("workflow_executions").values(rows.slice(i, i + 100)).execute();
+  return rows;
+}
+
+/** Whether the contact may enter: without re-entry never twice; with it, not while one is active. */
+export async function mayEnter(db: Db, workflowId: string, contactId: string, allowReentry: boolean): Promise<boolean> {
+  let q = db.selectFrom("workflow_executions").select("id").where("workflow_id", "=", workflowId).where("contact_id", "=", contactId);
+  if (allowReentry) q = q.where("status", "in", ["RUNNING", "WAITING"]);
+  return !(await q.limit(1).executeTakeFirst());
+}
+
+// ---- advancing ---------------------------------------------------------------------------------
+
+interface Effects {
+  /** Look-ups shared by the turns of one transaction (workflow graphs, templates). */
+  memo: Map<string, unknown>;
+  wakeOutbox: boolean;
+  events: StepEnv["effects"]["events"];
+  contacts: StepEnv["effects"]["contacts"];
+  wakeJobs: boolean;
+}
+
+async function afterCommit(ctx: AppContext, fx: Effects) {
+  if (fx.wakeOutbox) wakeOutbox(ctx);
+  if (fx.wakeJobs) ctx.jobs.wake();
+  if (fx.events.length) await notifyEvents(ctx, fx.events);
+  // Tracked segments re-evaluate the contacts UPDATE_CONTACT wrote.
+  if (fx.contacts.length) await contactsChangedMany(ctx, fx.contacts);
+}
+
+const parse = (s: string | null) => (s ? JSON.parse(s) : null);
+
+/** The job handler: one turn of one execution, then (when more are due) a batch of others. */
+export async function runStepJob(ctx: AppContext, job: JobRunContext<StepJobPayload>): Promise<unknown> {
+  const p = job.payload;
+  let result: unknown;
+  try {
+    result = await advance(ctx, p);
+  } catch (e) {
+    if (job.attempt < MAX_JOB_ATTEMPTS) throw e;
+    // The last attempt: the execution fails visibly instead of staying RUNNING forever.
+    const now = ctx.clock.now();
+    await ctx.db.transaction().execute(async (trx) => {
+      if (!(await claimTurn(trx, p.executionId, p.seq, now))) return;
+      await updateExecution(trx, p.executionId, { status: "FAILED", exit_reason: String((e as Error)?.message ?? e), completed_at: now, resume_at: null, job_id: null, wait_event: null }, now);
+    });
+    return { failed: String(e) };
+  }
+  // Thousands of DELAYs can fall due at the same moment: take the other due step jobs in batches,
+  // each batch (the jobs, their steps, their emails, their next jobs) in one short transaction.
+  // One batch runner at a time, yielding between batches, so HTTP writers get the database in turn.
+  if (batching.has(ctx)) return result;
+  batching.add(ctx);
+  let batched = 0;
+  const http = ctx.metrics.http;
+  let seen = http.total;
+  let since = performance.now();
+  try {
+    while (batched < MAX_BATCHED_PER_RUN) {
+      let n: number;
+      const t0 = performance.now();
+      try {
+        n = await advanceBatch(ctx);
+      } catch (e) {
+        // One turn failed and rolled its batch back: the job loop runs those jobs one by one (and fails a bad one).
+        ctx.log.warn("workflow batch failed; its jobs run one by one", { error: String((e as Error)?.message ?? e) });
+        break;
+      }
+      if (!n) break;
+      batched += n;
+      // While the API is busy the engine takes at most ~30% of the time; the due work stays durable in the queue.
+      const now = performance.now();
+      const rate = ((http.total - seen) * 1000) / Math.max(1, now - since);
+      seen = http.total;
+      since = now;
+      if (rate > BUSY_API_RPS) await Bun.sleep(Math.min(50, (now - t0) * 2.5));
+      else await new Promise((r) => setImmediate(r));
+    }
+  } finally {
+    batching.delete(ctx);
+  }
+  return batched ? { result, batched } : result;
+}
+
+/** Due step jobs looked at per transaction, and the time one batch may hold the database. */
+const BATCH = 200;
+const BATCH_BUDGET_MS = 10;
+const batching = new WeakSet<AppContext>();
+const MAX_BATCHED_PER_RUN = 5000;
+/** Request rate above which batches yield most of the time to the API. */
+const BUSY_API_RPS = 200;
+
+/**
+ * Runs due, waiting step jobs inside ONE transaction that also marks them completed (a crash rolls
+ * back both), until BATCH_BUDGET_MS has passed: short enough not to hold up HTTP writers for long. A job
+ * whose step needs the network (WEBHOOK) is handed to a fresh job by walk(); stale ones complete
+ * as no-ops.
+ */
+async function advanceBatch(ctx: AppContext): Promise<number> {
+  const fx: Effects = { memo: new Map(), wakeOutbox: false, events: [], contacts: [], wakeJobs: false };
+  const n = await ctx.db.transaction().execute(async (trx) => {
+    const now = ctx.clock.now();
+    const t0 = performance.now();
+    const rows = await dueStepJobs(trx, STEP_JOB, now, BATCH);
+    if (!rows.length) return 0;
+    const payloads = rows.map((r) => JSON.parse(r.payload) as StepJobPayload);
+    await preloadContacts(trx, payloads.map((p) => p.executionId), fx.memo);
+    const done: string[] = [];
+    for (let i = 0; i < rows.length; i++) {
+      if (done.length && performance.now() - t0 > BATCH_BUDGET_MS) break;
+      if (await advanceInTrx(ctx, trx, payloads[i]!, now, fx)) done.push(rows[i]!.id);
+    }
+    await completeJobs(trx, done, now);
+    return done.length;
+  });
+  await afterCommit(ctx, fx);
+  return n;
+}
+
+function resumeOutcome(ctx: AppContext, p: StepJobPayload): StepOutcome | undefined {
+  if (p.resume === "delay") return next(undefined, { resumedAt: new Date(ctx.clock.now()).toISOString() });
+  if (p.resume === "timeout") return next("timeout", { timedOut: true });
+  if (p.resume === "event") return next("event", { event: p.event ? { id: p.event.id, name: p.event.name } : null });
+  return undefined;
+}
+
+/**
+ * One turn inside the caller's transaction (batches). False when the turn needs the network (a
+ * WEBHOOK to perform): the job is left to the job loop, which runs it on its own.
+ */
+async function advanceInTrx(ctx: AppContext, trx: Transaction<DB>, p: StepJobPayload, now: number, fx: Effects): Promise<boolean> {
+  const ex = await claimTurnRow(trx, p.executionId, p.seq, now);
+  if (!ex) return true; // stale: the job completes as a no-op
+  const wf = await loadWorkflow(ctx, trx, ex.workflow_id, fx.memo);
+  if (!wf) return true;
+  const first = resumeOutcome(ctx, p);
+  if (!first && ex.current_step_id && wf.steps.get(ex.current_step_id)?.type === "WEBHOOK") {
+    await updateExecution(trx, ex.id, { step_seq: p.seq }, ex.updated_at); // give the turn back
+    return false;
+  }
+  await walk(ctx, trx, wf, ex, p.seq + 1, first, p.resume !== undefined, now, fx);
+  return true;
+}
+
+async function advance(ctx: AppContext, p: StepJobPayload): Promise<unknown> {
+  const ex = await getExecution(ctx.db, p.executionId);
+  if (!ex || ex.step_seq !== p.seq || (ex.status !== "RUNNING" && ex.status !== "WAITING")) return { stale: true };
+  const wf = await loadWorkflow(ctx, ctx.db, ex.workflow_id);
+  if (!wf) return { stale: true };
+  const current = ex.current_step_id ? wf.steps.get(ex.current_step_id) : undefined;
+
+  // A resume decides the waiting step's outcome; a WEBHOOK is performed before the transaction.
+  let first = resumeOutcome(ctx, p);
+  if (!first && current?.type === "WEBHOOK") {
+    const contact = await getContactRow(ctx.db, ex.project_id, ex.contact_id);
+    const open = await openStepLog(ctx.db, ex.id, current.id);
+    first = contact ? await performWebhook(ctx, { workflow: wf, execution: ex, step: current, contact, openLog: open ?? null }) : fail("The contact no longer exists");
+  }
+
+  const fx: Effects = { memo: new Map(), wakeOutbox: false, events: [], contacts: [], wakeJobs: false };
+  const now = ctx.clock.now();
+  const result = await ctx.db.transaction().execute(async (trx) => {
+    if (!(await claimTurn(trx, ex.id, p.seq, now))) return { stale: true };
+    return walk(ctx, trx, wf, ex, p.seq + 1, first, p.resume !== undefined || current?.type === "WEBHOOK", now, fx);
+  });
+  await afterCommit(ctx, fx);
+  return result;
+}
+
+/** Runs steps from the execution's current one until a wait, the end, or the chain cap. */
+async function walk(
+  ctx: AppContext,
+  trx: Transaction<DB>,
+  wf: LoadedWorkflow,
+  ex: ExecutionRow,
+  seq: number,
+  firstOutcome: StepOutcome | undefined,
+  resumed: boolean,
+  now: number,
+  fx: Effects,
+): Promise<unknown> {
+  const contact = (fx.memo.get(`contact:${ex.contact_id}`) as Awaited<ReturnType<typeof getContactRow>>) ?? (await getContactRow(trx, ex.project_id, ex.contact_id));
+  const event = parse(ex.trigger_event);
+  const context = (parse(ex.context) ?? {}) as Record<string, unknown>;
+  const enqueue = (payload: Omit<StepJobPayload, "executionId" | "seq">, runAt: number) => {
+    fx.wakeJobs = true;
+    return ctx.jobs.enqueue(STEP_JOB, { executionId: ex.id, seq, ...payload } satisfies StepJobPayload, { trx, runAt, maxAttempts: MAX_JOB_ATTEMPTS });
+  };
+  const done = { resume_at: null, job_id: null, wait_event: null, wait_since: null, wait_seq: null } as const;
+  let stepId = ex.current_step_id;
+  let outcome = firstOutcome;
+  // The first step of a resumed turn has an open log row (its wait or retry) to close.
+  let reopen = resumed;
+  for (let i = 0; i < MAX_CHAIN; i++) {
+    if (!stepId) {
+      await updateExecution(trx, ex.id, { ...done, status: "COMPLETED", current_step_id: null, completed_at: now }, now);
+      return { status: "COMPLETED" };
+    }
+    const step = wf.steps.get(stepId);
+    if (!step) {
+      await updateExecution(trx, ex.id, { ...done, status: "FAILED", exit_reason: `Step ${stepId} no longer exists`, completed_at: now }, now);
+      return { status: "FAILED" };
+    }
+    if (!contact) outcome = fail("The contact no longer exists");
+    if (!outcome) {
+      if (step.type === "WEBHOOK") {
+        // Network work happens outside a transaction: hand the step to its own job.
+        const jobId = await enqueue({}, now);
+        await updateExecution(trx, ex.id, { ...done, status: "RUNNING", current_step_id: step.id, job_id: jobId }, now);
+        return { status: "RUNNING", handedOver: step.id };
+      }
+      const env: StepEnv = { ctx, trx, now, workflow: wf, execution: ex, step, contact: contact!, event, context, effects: fx, memo: fx.memo };
+      outcome = await RUNNERS[step.type](env);
+    }
+    const base = { executionId: ex.id, stepId: step.id, type: step.type, startedAt: now, ord: seq * 1000 + i };
+    switch (outcome.kind) {
+      case "next": {
+        await writeStepLog(trx, reopen, now, { ...base, status: outcome.skipped ? "SKIPPED" : "COMPLETED", completedAt: now, output: outcome.output });
+        stepId = decideNext(wf, step.id, outcome);
+        outcome = undefined;
+        reopen = false;
+        continue;
+      }
+      case "wait": {
+        await writeStepLog(trx, reopen, now, { ...base, status: "WAITING", completedAt: null, output: outcome.output });
+        const jobId = await enqueue({ resume: "delay" }, outcome.until);
+        await updateExecution(trx, ex.id, { ...done, status: "WAITING", current_step_id: step.id, resume_at: outcome.until, job_id: jobId }, now);
+        return { status: "WAITING", until: outcome.until };
+      }
+      case "waitEvent": {
+        await writeStepLog(trx, reopen, now, { ...base, status: "WAITING", completedAt: null, output: outcome.output });
+        const jobId = outcome.timeoutAt === null ? null : await enqueue({ resume: "timeout" }, outcome.timeoutAt);
+        await updateExecution(
+          trx,
+          ex.id,
+          { status: "WAITING", current_step_id: step.id, wait_event: outcome.eventName, wait_since: now, wait_seq: await currentEventSeq(trx), resume_at: outcome.timeoutAt, job_id: jobId },
+          now,
+        );
+        return { status: "WAITING", eventName: outcome.eventName };
+      }
+      case "exit": {
+        await writeStepLog(trx, reopen, now, { ...base, status: "COMPLETED", completedAt: now, output: outcome.output });
+        await updateExecution(trx, ex.id, { ...done, status: "EXITED", current_step_id: step.id, exit_reason: outcome.reason, completed_at: now }, now);
+        return { status: "EXITED" };
+      }
+      case "fail": {
+        await writeStepLog(trx, reopen, now, { ...base, status: "FAILED", completedAt: now, output: outcome.output, error: outcome.error });
+        await updateExecution(trx, ex.id, { ...done, status: "FAILED", current_step_id: step.id, exit_reason: outcome.error, completed_at: now }, now);
+        return { status: "FAILED" };
+      }
+      case "retry": {
+        await writeStepLog(trx, reopen, now, { ...base, status: "RUNNING", completedAt: null, output: outcome.output, error: outcome.error });
+        const jobId = await enqueue({ resume: "retry" }, outcome.at);
+        await updateExecution(trx, ex.id, { ...done, status: "RUNNING", current_step_id: step.id, resume_at: outcome.at, job_id: jobId }, now);
+        return { status: "RUNNING", retryAt: outcome.at };
+      }
+    }
+  }
+  // Chain cap: continue in a fresh job.
+  const jobId = await enqueue({}, now);
+  await updateExecution(trx, ex.id, { ...done, status: "RUNNING", current_step_id: stepId, job_id: jobId }, now);
+  return { status: "RUNNING" };
+}

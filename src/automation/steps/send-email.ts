@@ -1,0 +1,56 @@
+import { parseData } from "../../audience/data-rules";
+import { insertContent, insertEmails, suppressedAddresses } from "../../mail/enqueue";
+import type { SendEmailConfig } from "../configs";
+import { getTemplateRow } from "../store";
+import { fail, next } from "../types";
+import type { StepRunner } from "./env";
+
+/**
+ * SEND_EMAIL: writes the email row through the outbox's enqueue, in the transaction that completes
+ * the step (a crash can neither lose it nor send it twice). MARKETING and HEADLESS templates skip
+ * an unsubscribed contact and go on.
+ */
+export const runSendEmail: StepRunner = async (env) => {
+  const { templateId } = env.step.config as unknown as SendEmailConfig;
+  const projectId = env.workflow.projectId;
+  const memoKey = `tpl:${projectId}:${templateId}`;
+  let tpl = env.memo.get(memoKey) as Awaited<ReturnType<typeof getTemplateRow>>;
+  if (!tpl) env.memo.set(memoKey, (tpl = await getTemplateRow(env.trx, projectId, templateId)));
+  if (!tpl) return fail(`Template ${templateId} does not exist`);
+  const contact = env.contact;
+  if (tpl.type !== "TRANSACTIONAL" && contact.subscribed !== 1) {
+    return next(undefined, { skipped: "contact is unsubscribed", templateId }, true);
+  }
+  const suppressed = (await suppressedAddresses(env.trx, projectId, [contact.email])).size > 0;
+  // The content (the template's sources) is shared by every email of this transaction's batch.
+  const contentKey = `content:${tpl.id}:${tpl.updated_at}`;
+  let contentId = env.memo.get(contentKey) as string | undefined;
+  if (!contentId) {
+    contentId = await insertContent(env.trx, env.now, {
+      projectId,
+      subject: tpl.subject,
+      html: tpl.body,
+      fromEmail: tpl.from_email,
+      fromName: tpl.from_name,
+      replyTo: tpl.reply_to,
+      type: tpl.type as "TRANSACTIONAL" | "MARKETING" | "HEADLESS",
+    });
+    env.memo.set(contentKey, contentId);
+  }
+  const vars = { ...parseData(contact.data), email: contact.email, id: contact.id, event: env.event?.data ?? {}, workflow: env.context };
+  const [emailId] = await insertEmails(env.trx, env.now, env.ctx.config.hostname, [
+    {
+      projectId,
+      contentId,
+      contactId: contact.id,
+      toEmail: contact.email,
+      vars,
+      sourceType: "WORKFLOW",
+      templateId: tpl.id,
+      workflowExecutionId: env.execution.id,
+      status: suppressed ? "SUPPRESSED" : "PENDING",
+    },
+  ]);
+  env.effects.wakeOutbox = true;
+  return next(undefined, { emailId, templateId: tpl.id, ...(suppressed ? { suppressed: true } : {}) });
+};

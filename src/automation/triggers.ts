@@ -1,0 +1,79 @@
+/**
+ * The workflows' event feed consumer. In the feed's transaction (so exactly once per event, and
+ * nothing lost across kill -9) it resumes WAIT_FOR_EVENT executions of the event's contact that
+ * wait for that name since before the event, and starts every enabled workflow whose trigger is
+ * the event's name (re-entry rules apply). It only writes rows and jobs; the executor does the work.
+ */
+import type { Transaction } from "kysely";
+import type { AppContext } from "../context";
+import type { DB } from "../db";
+import type { FeedEvent } from "../jobs/event-feed";
+import { insertExecutions, STEP_JOB, type StartInput, type StepJobPayload } from "./executor";
+import { claimTurn, dropJob, updateExecution } from "./store";
+
+export const FEED_CONSUMER = "workflows";
+
+export async function onFeedEvents(ctx: AppContext, trx: Transaction<DB>, events: FeedEvent[]): Promise<void> {
+  const names = [...new Set(events.map((e) => e.name))];
+  const projects = [...new Set(events.map((e) => e.projectId))];
+  const contacts = [...new Set(events.map((e) => e.contactId))];
+  const [workflows, waiting] = await Promise.all([
+    trx
+      .selectFrom("workflows")
+      .select(["id", "project_id", "trigger_event", "entry_step_id", "allow_reentry"])
+      .where("enabled", "=", 1)
+      .where("trigger_type", "=", "EVENT")
+      .where("project_id", "in", projects)
+      .where("trigger_event", "in", names)
+      .orderBy("created_at")
+      .execute(),
+    trx
+      .selectFrom("workflow_executions")
+      .select(["id", "project_id", "contact_id", "wait_event", "wait_seq", "step_seq", "job_id"])
+      .where("status", "=", "WAITING")
+      .where("contact_id", "in", contacts)
+      .where("wait_event", "in", names)
+      .execute(),
+  ]);
+  if (!workflows.length && !waiting.length) return;
+  const now = ctx.clock.now();
+  let wrote = false;
+  for (const ev of events) {
+    for (const w of waiting) {
+      if (w.wait_event !== ev.name || w.contact_id !== ev.contactId || w.project_id !== ev.projectId) continue;
+      if (w.wait_seq !== null && ev.seq <= w.wait_seq) continue;
+      if (!(await claimTurn(trx, w.id, w.step_seq, now))) continue;
+      const payload: StepJobPayload = { executionId: w.id, seq: w.step_seq + 1, resume: "event", event: { id: ev.id, name: ev.name, data: ev.data ?? {} } };
+      const jobId = await ctx.jobs.enqueue(STEP_JOB, payload, { trx, runAt: now, maxAttempts: 5 });
+      await dropJob(trx, w.job_id, now);
+      await updateExecution(trx, w.id, { status: "RUNNING", wait_event: null, wait_seq: null, resume_at: null, job_id: jobId }, now);
+      w.wait_event = null; // resumed once
+      wrote = true;
+    }
+  }
+  // Starts: every (enabled workflow, event) pair, minus contacts that may not enter (one look-up for
+  // the batch; entries made by this batch count too), written with multi-row inserts.
+  const pairs = events.flatMap((ev) => workflows.filter((wf) => wf.trigger_event === ev.name && wf.project_id === ev.projectId).map((wf) => ({ wf, ev })));
+  if (pairs.length) {
+    const once = [...new Set(pairs.filter((p) => p.wf.allow_reentry !== 1).map((p) => p.wf.id))];
+    const existing = await trx
+      .selectFrom("workflow_executions")
+      .select(["workflow_id", "contact_id"])
+      .where("workflow_id", "in", [...new Set(pairs.map((p) => p.wf.id))])
+      .where("contact_id", "in", [...new Set(pairs.map((p) => p.ev.contactId))])
+      .where((eb) => (once.length ? eb.or([eb("status", "in", ["RUNNING", "WAITING"]), eb("workflow_id", "in", once)]) : eb("status", "in", ["RUNNING", "WAITING"])))
+      .execute();
+    const entered = new Set(existing.map((r) => `${r.workflow_id}:${r.contact_id}`));
+    const starts: StartInput[] = [];
+    for (const { wf, ev } of pairs) {
+      const key = `${wf.id}:${ev.contactId}`;
+      if (entered.has(key)) continue;
+      entered.add(key);
+      starts.push({ projectId: ev.projectId, workflowId: wf.id, entryStepId: wf.entry_step_id, contactId: ev.contactId, event: { id: ev.id, name: ev.name, data: ev.data ?? {} } });
+    }
+    await insertExecutions(ctx, trx, starts, now);
+    if (starts.length) wrote = true;
+  }
+  // The claim of the job loop waits for this transaction's commit (one connection), so waking now is safe.
+  if (wrote) ctx.jobs.wake();
+}

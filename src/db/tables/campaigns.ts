@@ -1,0 +1,37 @@
+import type { Generated } from "kysely";
+
+export type CampaignStatus = "DRAFT" | "SCHEDULED" | "SENDING" | "SENT" | "CANCELLED";
+export type AudienceType = "ALL" | "SEGMENT" | "FILTERED";
+
+export interface CampaignsTable {
+  id: string;
+  project_id: string;
+  name: string;
+  description: string | null;
+  subject: string;
+  body: string;
+  from_email: string;
+  from_name: string | null;
+  reply_to: string | null;
+  type: string;
+  status: CampaignStatus;
+  audience_type: AudienceType;
+  segment_id: string | null;
+  /** JSON condition tree (FILTERED). */
+  audience_condition: string | null;
+  template_id: string | null;
+  scheduled_for: number | null;
+  content_id: string | null;
+  fanout_last_id: string | null;
+  fanout_done: Generated<number>;
+  total_recipients: Generated<number>;
+  sent_at: number | null;
+  completed_at: number | null;
+  cancelled_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface CampaignTables {
+  campaigns: CampaignsTable;
+}

@@ -1,0 +1,52 @@
+import { iso } from "../../clock";
+import type { ModuleDef } from "../module";
+import { checkAllSending, completionWatcher, runFanout, runStart } from "./fanout";
+import { JOBS } from "./jobs";
+import * as q from "./queries";
+import { campaignRoutes } from "./routes";
+import { conditionReferences, parseStoredCondition } from "../../audience/conditions";
+import type { AppContext } from "../../context";
+
+/** Campaigns whose audienceCondition references a field or event (usage endpoints). */
+async function campaignsReferencing(ctx: AppContext, projectId: string, test: (r: ReturnType<typeof conditionReferences>) => boolean) {
+  const rows = await q.campaignsWithCondition(ctx.db, projectId);
+  return rows.filter((r) => test(conditionReferences(parseStoredCondition(r.audience_condition)))).map((r) => ({ id: r.id, name: r.name, status: r.status }));
+}
+
+/** Campaigns: CRUD, scheduling, the durable fan-out into the outbox, stats. */
+export const campaignsModule: ModuleDef = {
+  name: "campaigns",
+  routes: campaignRoutes,
+  install(ctx) {
+    ctx.jobs.register(JOBS.start, (job) => runStart(ctx, job));
+    ctx.jobs.register(JOBS.fanout, (job) => runFanout(ctx, job));
+    ctx.hooks.campaignOutcomes = completionWatcher(ctx);
+    ctx.hooks.templateUsage.push(async (c, projectId, templateId) => ({ campaigns: await q.campaignsUsingTemplate(c.db, projectId, templateId) }));
+    ctx.hooks.fieldUsage.push(async (c, projectId, field) => {
+      const key = field.startsWith("data.") ? field.slice(5) : field;
+      return { campaigns: await campaignsReferencing(c, projectId, (r) => r.fields.includes(key)) };
+    });
+    ctx.hooks.eventUsage.push(async (c, projectId, name) => ({ campaigns: await campaignsReferencing(c, projectId, (r) => r.events.includes(name)) }));
+    ctx.hooks.upcoming.push(async (c, projectId, limit) =>
+      (await q.scheduledCampaigns(c.db, projectId, limit)).map((r) => ({
+        type: "campaign.scheduled",
+        id: r.id,
+        at: iso(r.scheduled_for),
+        details: { campaignId: r.id, name: r.name, subject: r.subject },
+      })),
+    );
+    ctx.hooks.setupState.push(async (c, projectId) => {
+      const r = await c.db.selectFrom("campaigns").select((eb) => eb.fn.countAll<number>().as("n")).where("project_id", "=", projectId).executeTakeFirstOrThrow();
+      return { campaigns: Number(r.n) };
+    });
+    // DELETE /segments/:id is refused (409 INVALID_STATE) while a SCHEDULED or SENDING campaign uses it.
+    ctx.hooks.segmentInUse.push(async (c, projectId, segmentId) => {
+      const used = await q.activeCampaignsUsingSegment(c.db, projectId, segmentId);
+      return used.length ? `${used.length} active campaign(s): ${used.map((u) => `"${u.name}" (${u.status})`).join(", ")}` : null;
+    });
+    ctx.hooks.resetProject.push((c, projectId) => q.deleteProjectCampaigns(c.db, projectId));
+  },
+  async start(ctx) {
+    await checkAllSending(ctx);
+  },
+};

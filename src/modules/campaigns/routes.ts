@@ -1,0 +1,67 @@
+import { Elysia, t } from "elysia";
+import type { AppContext } from "../../context";
+import { authPlugin } from "../../http/auth";
+import { parseOffsetParams } from "../../http/pagination";
+import * as schemas from "./schemas";
+import * as svc from "./service";
+
+const IdParams = t.Object({ id: t.String() });
+
+export function campaignRoutes(ctx: AppContext) {
+  return new Elysia()
+    .use(authPlugin(ctx))
+    .get("/campaigns", ({ auth, query }) => svc.listCampaigns(ctx, auth.projectId, query, parseOffsetParams(query)), {
+      auth: "secret",
+      query: schemas.ListQuery,
+    })
+    .post(
+      "/campaigns",
+      async ({ auth, body, set }) => {
+        const row = await svc.createCampaign(ctx, auth.projectId, body);
+        set.status = 201;
+        return { success: true, data: svc.viewCampaign(row) };
+      },
+      { auth: "secret", body: schemas.CreateCampaign },
+    )
+    .get("/campaigns/:id", async ({ auth, params }) => svc.view(ctx, await svc.getCampaign(ctx, auth.projectId, params.id)), {
+      auth: "secret",
+      params: IdParams,
+    })
+    .put(
+      "/campaigns/:id",
+      async ({ auth, params, body }) => svc.view(ctx, await svc.updateCampaign(ctx, auth.projectId, params.id, body)),
+      { auth: "secret", params: IdParams, body: schemas.UpdateCampaign },
+    )
+    .delete(
+      "/campaigns/:id",
+      async ({ auth, params }) => {
+        await svc.deleteCampaign(ctx, auth.projectId, params.id);
+        return { success: true };
+      },
+      { auth: "secret", params: IdParams },
+    )
+    .post(
+      "/campaigns/:id/duplicate",
+      async ({ auth, params, set }) => {
+        const row = await svc.duplicateCampaign(ctx, auth.projectId, params.id);
+        set.status = 201;
+        return svc.viewCampaign(row);
+      },
+      { auth: "secret", params: IdParams },
+    )
+    .post("/campaigns/:id/send", ({ auth, params, body }) => svc.sendCampaign(ctx, auth.projectId, params.id, body?.scheduledFor), {
+      auth: "secret",
+      params: IdParams,
+      body: schemas.SendBody,
+    })
+    .post("/campaigns/:id/cancel", async ({ auth, params }) => svc.view(ctx, await svc.cancelCampaign(ctx, auth.projectId, params.id)), {
+      auth: "secret",
+      params: IdParams,
+    })
+    .post("/campaigns/:id/test", ({ auth, params, body }) => svc.testCampaign(ctx, auth.projectId, params.id, body.email), {
+      auth: "secret",
+      params: IdParams,
+      body: schemas.TestBody,
+    })
+    .get("/campaigns/:id/stats", ({ auth, params }) => svc.campaignStats(ctx, auth.projectId, params.id), { auth: "secret", params: IdParams });
+}

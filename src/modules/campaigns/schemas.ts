@@ -1,0 +1,68 @@
+import { t } from "elysia";
+
+const NoLineBreaks = "^[^\\r\\n]*$";
+const Email = t.String({ format: "email", maxLength: 254 });
+const MailType = t.Union([t.Literal("TRANSACTIONAL"), t.Literal("MARKETING"), t.Literal("HEADLESS")]);
+const Audience = t.Union([t.Literal("ALL"), t.Literal("SEGMENT"), t.Literal("FILTERED")]);
+
+const fields = {
+  name: t.String({ minLength: 1, maxLength: 200 }),
+  description: t.Nullable(t.String({ maxLength: 2000 })),
+  subject: t.String({ minLength: 1, maxLength: 998, pattern: NoLineBreaks }),
+  body: t.String({ minLength: 1, maxLength: 2_000_000 }),
+  from: Email,
+  fromName: t.Nullable(t.String({ maxLength: 200, pattern: NoLineBreaks })),
+  replyTo: t.Nullable(Email),
+  type: MailType,
+  audienceType: Audience,
+  segmentId: t.Nullable(t.String({ maxLength: 64 })),
+  // The tree's own rules are checked by the condition validator (field paths in errors[]).
+  audienceCondition: t.Nullable(t.Any()),
+  templateId: t.Nullable(t.String({ maxLength: 64 })),
+  // Any value a JavaScript Date parses; checked by the service (400 when unparseable).
+  scheduledFor: t.Nullable(t.Any()),
+};
+
+export const CreateCampaign = t.Object({
+  name: fields.name,
+  description: t.Optional(fields.description),
+  subject: fields.subject,
+  body: fields.body,
+  from: fields.from,
+  fromName: t.Optional(fields.fromName),
+  replyTo: t.Optional(fields.replyTo),
+  type: t.Optional(fields.type),
+  audienceType: fields.audienceType,
+  segmentId: t.Optional(fields.segmentId),
+  audienceCondition: t.Optional(fields.audienceCondition),
+  templateId: t.Optional(fields.templateId),
+  scheduledFor: t.Optional(fields.scheduledFor),
+});
+
+export const UpdateCampaign = t.Object({
+  name: t.Optional(fields.name),
+  description: t.Optional(fields.description),
+  subject: t.Optional(fields.subject),
+  body: t.Optional(fields.body),
+  from: t.Optional(fields.from),
+  fromName: t.Optional(fields.fromName),
+  replyTo: t.Optional(fields.replyTo),
+  type: t.Optional(fields.type),
+  audienceType: t.Optional(fields.audienceType),
+  segmentId: t.Optional(fields.segmentId),
+  audienceCondition: t.Optional(fields.audienceCondition),
+  templateId: t.Optional(fields.templateId),
+  scheduledFor: t.Optional(fields.scheduledFor),
+});
+
+export const SendBody = t.Optional(t.Nullable(t.Object({ scheduledFor: t.Optional(t.Any()) })));
+export const TestBody = t.Object({ email: Email });
+
+export const ListQuery = t.Object({
+  page: t.Optional(t.String()),
+  pageSize: t.Optional(t.String()),
+  status: t.Optional(t.String()),
+  search: t.Optional(t.String()),
+  sort: t.Optional(t.String()),
+  dir: t.Optional(t.String()),
+});

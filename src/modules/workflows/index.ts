@@ -1,0 +1,22 @@
+import { STEP_JOB, runStepJob } from "../../automation/executor";
+import { FEED_CONSUMER, onFeedEvents } from "../../automation/triggers";
+import type { ModuleDef } from "../module";
+import { deleteProjectWorkflows, workflowCount } from "./queries";
+import { workflowRoutes } from "./routes";
+import { eventUsage, fieldUsage, templateUsage, upcoming } from "./service";
+
+/** Workflows: the graph API, executions, and the engine's job handler and hooks. */
+export const workflowsModule: ModuleDef = {
+  name: "workflows",
+  routes: workflowRoutes,
+  install(ctx) {
+    ctx.jobs.register(STEP_JOB, (job) => runStepJob(ctx, job));
+    ctx.feed.subscribe(FEED_CONSUMER, (trx, events) => onFeedEvents(ctx, trx, events));
+    ctx.hooks.templateUsage.push(templateUsage);
+    ctx.hooks.eventUsage.push(eventUsage);
+    ctx.hooks.fieldUsage.push(fieldUsage);
+    ctx.hooks.upcoming.push(upcoming);
+    ctx.hooks.setupState.push(async (c, projectId) => ({ workflows: await workflowCount(c.db, projectId) }));
+    ctx.hooks.resetProject.push((c, projectId) => deleteProjectWorkflows(c.db, projectId));
+  },
+};

@@ -1,0 +1,408 @@
+import { useRef, useState } from "react";
+import { Link, useLocation } from "wouter";
+import { api, fmtDate, pollJob, type CursorPage } from "../api";
+import { Badge, Checkbox, Empty, ErrorBanner, Loading, Modal, Notice, Page, Progress, Select, TextInput, useAction, useAsync } from "../ui";
+
+export interface Contact {
+  id: string;
+  email: string;
+  subscribed: boolean;
+  data: Record<string, unknown>;
+  createdAt: string;
+  updatedAt: string;
+}
+
+interface Job {
+  id: string;
+  state: string;
+  progress: number;
+  result?: { total?: number; succeeded?: number; created?: number; updated?: number; failed?: number; errors?: { row?: number; email?: string; error: string }[] } | null;
+}
+
+function JobStatus({ job, label }: { job: Job | null; label: string }) {
+  if (!job) return null;
+  const r = job.result;
+  return (
+    <div className="job" aria-live="polite">
+      <Progress value={job.progress ?? 0} label={label} />
+      <div>
+        {label}: <Badge>{job.state}</Badge>
+        {r && job.state === "completed" && (
+          <span>
+            {" "}
+            {r.succeeded ?? 0} of {r.total ?? 0} succeeded{r.created !== undefined ? `, ${r.created} created, ${r.updated ?? 0} updated` : ""}
+            {r.failed ? `, ${r.failed} failed` : ""}
+          </span>
+        )}
+      </div>
+      {r?.errors && r.errors.length > 0 && (
+        <details>
+          <summary>{r.errors.length} row errors</summary>
+          <ul>
+            {r.errors.slice(0, 50).map((e, i) => (
+              <li key={i}>
+                {e.row !== undefined && `Row ${e.row}: `}
+                {e.email && `${e.email}: `}
+                {e.error}
+              </li>
+            ))}
+          </ul>
+        </details>
+      )}
+    </div>
+  );
+}
+
+export function ContactsPage() {
+  const [search, setSearch] = useState("");
+  const [query, setQuery] = useState("");
+  const [subscribed, setSubscribed] = useState<"" | "true" | "false">("");
+  const [sort, setSort] = useState<"createdAt" | "email">("createdAt");
+  const [dir, setDir] = useState<"desc" | "asc">("desc");
+  const [cursors, setCursors] = useState<(string | null)[]>([null]);
+  const cursor = cursors[cursors.length - 1];
+  const [total, setTotal] = useState(0);
+  const page = useAsync(async () => {
+    const p = await api<CursorPage<Contact>>("/contacts", { query: { search: query, subscribed, sort, dir, limit: 25, cursor } });
+    if (!cursor) setTotal(p.total);
+    return p;
+  }, [query, subscribed, sort, dir, cursor]);
+  const [selected, setSelected] = useState<Set<string>>(new Set());
+  const [creating, setCreating] = useState(false);
+  const [job, setJob] = useState<Job | null>(null);
+  const [jobLabel, setJobLabel] = useState("");
+  const act = useAction();
+
+  const resetPaging = () => {
+    setCursors([null]);
+    setSelected(new Set());
+  };
+  const rows = page.data?.data ?? [];
+  const allSelected = rows.length > 0 && rows.every((r) => selected.has(r.id));
+
+  const bulk = (action: "bulk-subscribe" | "bulk-unsubscribe" | "bulk-delete", label: string) =>
+    void act.run(async () => {
+      if (action === "bulk-delete" && !confirm(`Delete ${selected.size} contacts permanently?`)) return;
+      const { jobId } = await api<{ jobId: string }>(`/contacts/${action}`, { body: { contactIds: [...selected] } });
+      setJobLabel(label);
+      await pollJob(`/contacts/bulk/${jobId}`, setJob);
+      setSelected(new Set());
+      page.reload();
+    });
+
+  return (
+    <Page
+      title="Contacts"
+      actions={
+        <>
+          <button type="button" className="primary" onClick={() => setCreating(true)}>
+            New contact
+          </button>
+          <ImportButton
+            onJob={(j) => {
+              setJobLabel("CSV import");
+              setJob(j);
+            }}
+            onDone={() => {
+              resetPaging();
+              page.reload();
+            }}
+          />
+        </>
+      }
+    >
+      <form
+        className="row filters"
+        role="search"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setQuery(search);
+          resetPaging();
+        }}
+      >
+        <TextInput label="Search email" type="search" value={search} onChange={setSearch} />
+        <Select label="Subscription" value={subscribed} onChange={(v) => { setSubscribed(v); resetPaging(); }} options={[{ value: "", label: "All" }, { value: "true", label: "Subscribed" }, { value: "false", label: "Unsubscribed" }]} />
+        <Select label="Sort by" value={sort} onChange={(v) => { setSort(v); resetPaging(); }} options={[{ value: "createdAt", label: "Created" }, { value: "email", label: "Email" }]} />
+        <Select label="Order" value={dir} onChange={(v) => { setDir(v); resetPaging(); }} options={[{ value: "desc", label: "Descending" }, { value: "asc", label: "Ascending" }]} />
+        <button type="submit">Search</button>
+      </form>
+      <ErrorBanner error={page.error ?? act.error} />
+      <JobStatus job={job} label={jobLabel} />
+      {selected.size > 0 && (
+        <div className="row bulkbar" role="region" aria-label="Bulk actions">
+          <span>{selected.size} selected</span>
+          <button type="button" disabled={act.busy} onClick={() => bulk("bulk-subscribe", "Bulk subscribe")}>Subscribe</button>
+          <button type="button" disabled={act.busy} onClick={() => bulk("bulk-unsubscribe", "Bulk unsubscribe")}>Unsubscribe</button>
+          <button type="button" disabled={act.busy} className="danger" onClick={() => bulk("bulk-delete", "Bulk delete")}>Delete</button>
+        </div>
+      )}
+      {page.loading && !page.data ? (
+        <Loading />
+      ) : rows.length === 0 ? (
+        <Empty>No contacts{query ? ` matching "${query}"` : ""}. Add one, import a CSV, or track an event with the API.</Empty>
+      ) : (
+        <table>
+          <caption className="sr-only">Contacts</caption>
+          <thead>
+            <tr>
+              <th scope="col">
+                <input
+                  type="checkbox"
+                  aria-label="Select all on this page"
+                  checked={allSelected}
+                  onChange={(e) => setSelected(e.target.checked ? new Set(rows.map((r) => r.id)) : new Set())}
+                />
+              </th>
+              <th scope="col">Email</th>
+              <th scope="col">Subscribed</th>
+              <th scope="col">Data</th>
+              <th scope="col">Created</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((c) => (
+              <tr key={c.id}>
+                <td>
+                  <input
+                    type="checkbox"
+                    aria-label={`Select ${c.email}`}
+                    checked={selected.has(c.id)}
+                    onChange={(e) => {
+                      const s = new Set(selected);
+                      if (e.target.checked) s.add(c.id);
+                      else s.delete(c.id);
+                      setSelected(s);
+                    }}
+                  />
+                </td>
+                <td>
+                  <Link href={`/contacts/${c.id}`}>{c.email}</Link>
+                </td>
+                <td>{c.subscribed ? <Badge tone="ok">yes</Badge> : <Badge tone="muted">no</Badge>}</td>
+                <td className="clip">{Object.entries(c.data ?? {}).map(([k, v]) => `${k}: ${typeof v === "object" ? JSON.stringify(v) : String(v)}`).join(", ")}</td>
+                <td>{fmtDate(c.createdAt)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <nav className="row pager" aria-label="Pages">
+        <span className="muted">{total} contacts</span>
+        <button type="button" disabled={cursors.length <= 1} onClick={() => setCursors(cursors.slice(0, -1))}>
+          Previous
+        </button>
+        <button type="button" disabled={!page.data?.hasMore} onClick={() => page.data?.cursor && setCursors([...cursors, page.data.cursor])}>
+          Next
+        </button>
+      </nav>
+      <Modal open={creating} title="New contact" onClose={() => setCreating(false)}>
+        <ContactForm
+          onSaved={() => {
+            setCreating(false);
+            page.reload();
+          }}
+          onCancel={() => setCreating(false)}
+        />
+      </Modal>
+    </Page>
+  );
+}
+
+function ImportButton({ onJob, onDone }: { onJob: (j: Job) => void; onDone: () => void }) {
+  const input = useRef<HTMLInputElement>(null);
+  const act = useAction();
+  return (
+    <>
+      <label className="button" htmlFor="csv-file">
+        Import CSV
+      <input
+        ref={input}
+        id="csv-file"
+        className="sr-only"
+        type="file"
+        accept=".csv,text/csv"
+        onChange={(e) => {
+          const file = e.target.files?.[0];
+          if (!file) return;
+          void act.run(async () => {
+            const form = new FormData();
+            form.set("file", file);
+            const { jobId } = await api<{ jobId: string }>("/contacts/import", { form });
+            await pollJob(`/contacts/import/${jobId}`, onJob);
+            onDone();
+          });
+          e.target.value = "";
+        }}
+      />
+      </label>
+      {act.error && <ErrorBanner error={act.error} />}
+    </>
+  );
+}
+
+function parseData(text: string): Record<string, unknown> {
+  const v = text.trim() ? JSON.parse(text) : {};
+  if (!v || typeof v !== "object" || Array.isArray(v)) throw new Error("Data must be a JSON object");
+  return v;
+}
+
+function ContactForm({ contact, onSaved, onCancel }: { contact?: Contact; onSaved: (c: Contact) => void; onCancel?: () => void }) {
+  const [email, setEmail] = useState(contact?.email ?? "");
+  const [subscribed, setSubscribed] = useState(contact?.subscribed ?? true);
+  const [data, setData] = useState(JSON.stringify(contact?.data ?? {}, null, 2));
+  const act = useAction();
+  return (
+    <form
+      onSubmit={(e) => {
+        e.preventDefault();
+        void act.run(async () => {
+          let parsed: Record<string, unknown>;
+          try {
+            parsed = parseData(data);
+          } catch (err) {
+            throw new Error(`Data is not valid JSON: ${(err as Error).message}`);
+          }
+          if (contact) {
+            // Keys removed in the editor are deleted (null deletes a key).
+            for (const k of Object.keys(contact.data ?? {})) if (!(k in parsed)) parsed[k] = null;
+            const c = await api<Contact>(`/contacts/${contact.id}`, { method: "PATCH", body: { email, subscribed, data: parsed } });
+            onSaved(c);
+          } else {
+            const c = await api<Contact>("/contacts", { body: { email, subscribed, data: parsed } });
+            onSaved(c);
+          }
+        });
+      }}
+    >
+      <ErrorBanner error={act.error} />
+      <TextInput label="Email" type="email" value={email} onChange={setEmail} required />
+      <Checkbox label="Subscribed" checked={subscribed} onChange={setSubscribed} />
+      <div className="field">
+        <label htmlFor="contact-data">Data (JSON object)</label>
+        <textarea id="contact-data" rows={6} className="mono" value={data} onChange={(e) => setData(e.target.value)} />
+      </div>
+      <div className="row">
+        <button type="submit" className="primary" disabled={act.busy}>
+          Save
+        </button>
+        {onCancel && (
+          <button type="button" onClick={onCancel}>
+            Cancel
+          </button>
+        )}
+      </div>
+    </form>
+  );
+}
+
+interface EventRow {
+  id: string;
+  name: string;
+  data?: Record<string, unknown>;
+  createdAt: string;
+}
+
+export function ContactPage({ id }: { id: string }) {
+  const c = useAsync(() => api<Contact>(`/contacts/${id}`), [id]);
+  const events = useAsync(() => api<CursorPage<EventRow>>(`/events/contact/${id}`, { query: { limit: 100 } }), [id]);
+  const emails = useAsync(() => api<CursorPage<any>>("/emails", { query: { contactId: id, limit: 50 } }), [id]);
+  const [saved, setSaved] = useState(false);
+  const del = useAction();
+  const [, navigate] = useLocation();
+  if (c.error) return <Page title="Contact"><ErrorBanner error={c.error} /></Page>;
+  if (!c.data) return <Loading />;
+  const contact = c.data;
+  return (
+    <Page
+      title={contact.email}
+      actions={
+        <button
+          type="button"
+          className="danger"
+          onClick={() => {
+            if (!confirm(`Delete ${contact.email} permanently?`)) return;
+            void del.run(async () => {
+              await api(`/contacts/${id}`, { method: "DELETE" });
+              navigate("/contacts");
+            });
+          }}
+        >
+          Delete contact
+        </button>
+      }
+    >
+      <ErrorBanner error={del.error} />
+      <div className="grid2">
+        <section className="card" aria-labelledby="c-edit">
+          <h2 id="c-edit">Details</h2>
+          {saved && <Notice kind="ok">Saved.</Notice>}
+          <p className="hint">
+            Created {fmtDate(contact.createdAt)} · updated {fmtDate(contact.updatedAt)}
+          </p>
+          <ContactForm
+            key={contact.updatedAt}
+            contact={contact}
+            onSaved={(n) => {
+              c.setData(n);
+              setSaved(true);
+              events.reload();
+            }}
+          />
+        </section>
+        <section className="card" aria-labelledby="c-events">
+          <h2 id="c-events">Events</h2>
+          <ErrorBanner error={events.error} />
+          {events.data?.data.length === 0 && <Empty>No events yet.</Empty>}
+          <ol className="timeline">
+            {events.data?.data.map((e) => (
+              <li key={e.id}>
+                <time dateTime={e.createdAt}>{fmtDate(e.createdAt)}</time> <strong>{e.name}</strong>
+                {e.data && Object.keys(e.data).length > 0 && <code className="wrap small-code">{JSON.stringify(e.data)}</code>}
+              </li>
+            ))}
+          </ol>
+        </section>
+      </div>
+      <section className="card" aria-labelledby="c-emails">
+        <h2 id="c-emails">Emails</h2>
+        <ErrorBanner error={emails.error} />
+        {emails.data?.data.length === 0 ? <Empty>No emails sent to this contact.</Empty> : <EmailTable rows={emails.data?.data ?? []} />}
+      </section>
+    </Page>
+  );
+}
+
+export function EmailTable({ rows }: { rows: any[] }) {
+  return (
+    <div className="scroll-x">
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">Subject</th>
+            <th scope="col">To</th>
+            <th scope="col">Status</th>
+            <th scope="col">Source</th>
+            <th scope="col">Attempts</th>
+            <th scope="col">Last reply</th>
+            <th scope="col">Created</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((m) => (
+            <tr key={m.id}>
+              <td>{m.subject}</td>
+              <td>{m.to}</td>
+              <td>
+                <Badge>{m.status}</Badge>
+              </td>
+              <td>{m.sourceType}</td>
+              <td>{m.attempts}</td>
+              <td className="clip" title={m.lastReply ?? ""}>{m.lastReply ?? "—"}</td>
+              <td>{fmtDate(m.createdAt)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}

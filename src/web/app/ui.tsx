@@ -1,0 +1,241 @@
+// Small shared building blocks (form fields, banners, tables, data loading). Styling is in styles.css.
+import { useCallback, useEffect, useId, useRef, useState, type ReactNode } from "react";
+import { ApiError } from "./api";
+
+export function useAsync<T>(fn: () => Promise<T>, deps: unknown[]): { data: T | undefined; error: ApiError | null; loading: boolean; reload: () => void; setData: (d: T) => void } {
+  const [data, setData] = useState<T | undefined>(undefined);
+  const [error, setError] = useState<ApiError | null>(null);
+  const [loading, setLoading] = useState(true);
+  const [n, setN] = useState(0);
+  useEffect(() => {
+    let live = true;
+    setLoading(true);
+    fn().then(
+      (d) => {
+        if (!live) return;
+        setData(d);
+        setError(null);
+        setLoading(false);
+      },
+      (e) => {
+        if (!live) return;
+        setError(toApiError(e));
+        setLoading(false);
+      },
+    );
+    return () => {
+      live = false;
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [...deps, n]);
+  const reload = useCallback(() => setN((x) => x + 1), []);
+  return { data, error, loading, reload, setData };
+}
+
+export function toApiError(e: unknown): ApiError {
+  if (e instanceof ApiError) return e;
+  return new ApiError(0, "ERROR", e instanceof Error ? e.message : String(e));
+}
+
+/** Runs an action, keeps its error for an ErrorBanner and a busy flag for the button. */
+export function useAction() {
+  const [error, setError] = useState<ApiError | null>(null);
+  const [busy, setBusy] = useState(false);
+  const run = useCallback(async <T,>(fn: () => Promise<T>): Promise<T | undefined> => {
+    setBusy(true);
+    setError(null);
+    try {
+      return await fn();
+    } catch (e) {
+      setError(toApiError(e));
+      return undefined;
+    } finally {
+      setBusy(false);
+    }
+  }, []);
+  return { error, busy, run, setError };
+}
+
+export function ErrorBanner({ error }: { error: ApiError | null | undefined }) {
+  if (!error) return null;
+  return (
+    <div className="banner error" role="alert">
+      <strong>{error.message}</strong>
+      {error.fieldErrors.length > 0 && (
+        <ul>
+          {error.fieldErrors.map((f, i) => (
+            <li key={i}>
+              <code>{f.field}</code>: {f.message}
+            </li>
+          ))}
+        </ul>
+      )}
+      {error.suggestion && <div className="muted">{error.suggestion}</div>}
+    </div>
+  );
+}
+
+export function Notice({ children, kind = "info" }: { children: ReactNode; kind?: "info" | "ok" | "warn" }) {
+  return (
+    <div className={`banner ${kind}`} role="status">
+      {children}
+    </div>
+  );
+}
+
+export function Field({ label, children, hint }: { label: string; children: (id: string) => ReactNode; hint?: ReactNode }) {
+  const id = useId();
+  return (
+    <div className="field">
+      <label htmlFor={id}>{label}</label>
+      {children(id)}
+      {hint && <div className="hint">{hint}</div>}
+    </div>
+  );
+}
+
+export function TextInput(props: { label: string; value: string; onChange: (v: string) => void; type?: string; required?: boolean; placeholder?: string; hint?: ReactNode; autoComplete?: string; name?: string }) {
+  return (
+    <Field label={props.label} hint={props.hint}>
+      {(id) => (
+        <input
+          id={id}
+          name={props.name}
+          type={props.type ?? "text"}
+          value={props.value}
+          required={props.required}
+          placeholder={props.placeholder}
+          autoComplete={props.autoComplete}
+          onChange={(e) => props.onChange(e.target.value)}
+        />
+      )}
+    </Field>
+  );
+}
+
+export function Select<T extends string>(props: { label: string; value: T; onChange: (v: T) => void; options: (T | { value: T; label: string })[]; hideLabel?: boolean }) {
+  const id = useId();
+  return (
+    <div className="field">
+      <label htmlFor={id} className={props.hideLabel ? "sr-only" : undefined}>
+        {props.label}
+      </label>
+      <select id={id} value={props.value} onChange={(e) => props.onChange(e.target.value as T)}>
+        {props.options.map((o) => {
+          const v = typeof o === "string" ? o : o.value;
+          const l = typeof o === "string" ? o : o.label;
+          return (
+            <option key={v} value={v}>
+              {l}
+            </option>
+          );
+        })}
+      </select>
+    </div>
+  );
+}
+
+export function Checkbox({ label, checked, onChange }: { label: string; checked: boolean; onChange: (v: boolean) => void }) {
+  const id = useId();
+  return (
+    <div className="check">
+      <input id={id} type="checkbox" checked={checked} onChange={(e) => onChange(e.target.checked)} />
+      <label htmlFor={id}>{label}</label>
+    </div>
+  );
+}
+
+export function Page({ title, actions, children }: { title: string; actions?: ReactNode; children: ReactNode }) {
+  useEffect(() => {
+    document.title = `${title} · mailsvc`;
+  }, [title]);
+  return (
+    <section className="page" aria-labelledby="page-title">
+      <header className="page-head">
+        <h1 id="page-title">{title}</h1>
+        {actions && <div className="actions">{actions}</div>}
+      </header>
+      {children}
+    </section>
+  );
+}
+
+export function Loading({ what = "Loading" }: { what?: string }) {
+  return (
+    <p className="muted" aria-busy="true">
+      {what}…
+    </p>
+  );
+}
+
+export function Progress({ value, label }: { value: number; label: string }) {
+  return (
+    <div className="progress-wrap">
+      <progress max={100} value={value} aria-label={label} />
+      <span>{Math.round(value)}%</span>
+    </div>
+  );
+}
+
+export function Badge({ children, tone }: { children: ReactNode; tone?: string }) {
+  return <span className={`badge ${tone ?? String(children).toLowerCase()}`}>{children}</span>;
+}
+
+export function CopyButton({ text, label = "Copy" }: { text: string; label?: string }) {
+  const [done, setDone] = useState(false);
+  return (
+    <button
+      type="button"
+      className="small"
+      onClick={async () => {
+        try {
+          await navigator.clipboard.writeText(text);
+        } catch {
+          // Clipboard blocked (plain http, permissions): select-and-copy fallback.
+          const ta = document.createElement("textarea");
+          ta.value = text;
+          document.body.appendChild(ta);
+          ta.select();
+          document.execCommand("copy");
+          ta.remove();
+        }
+        setDone(true);
+        setTimeout(() => setDone(false), 1500);
+      }}
+    >
+      {done ? "Copied" : label}
+    </button>
+  );
+}
+
+/** A native <dialog> used as a modal (focus trapped and Escape handled by the browser). */
+export function Modal({ open, title, onClose, children }: { open: boolean; title: string; onClose: () => void; children: ReactNode }) {
+  const ref = useRef<HTMLDialogElement>(null);
+  useEffect(() => {
+    const d = ref.current;
+    if (!d) return;
+    if (open && !d.open) d.showModal();
+    if (!open && d.open) d.close();
+  }, [open]);
+  return (
+    <dialog ref={ref} onClose={onClose} aria-labelledby="modal-title">
+      <h2 id="modal-title">{title}</h2>
+      {open && children}
+    </dialog>
+  );
+}
+
+export function Empty({ children }: { children: ReactNode }) {
+  return <p className="empty">{children}</p>;
+}
+
+/** Polls `fn` every `ms` while `active`. */
+export function usePoll(fn: () => void, ms: number, active: boolean) {
+  const ref = useRef(fn);
+  ref.current = fn;
+  useEffect(() => {
+    if (!active) return;
+    const t = setInterval(() => ref.current(), ms);
+    return () => clearInterval(t);
+  }, [ms, active]);
+}
