@@ -37,6 +37,9 @@ export const TAGS: { name: string; description: string }[] = [
   { name: "Domains", description: "Sender domains and DKIM" },
   { name: "Templates", description: "Email templates" },
   { name: "Segments", description: "Dynamic and static segments, tracked membership" },
+  { name: "Campaigns", description: "Campaigns: audience, schedule, send, stats" },
+  { name: "Workflows", description: "Event-triggered workflows: steps, transitions, executions" },
+  { name: "Dashboard", description: "The web dashboard served by the binary" },
   { name: "Sending", description: "Transactional sending and address verification" },
   { name: "Emails", description: "The per-message log" },
   { name: "Activity", description: "Activity feed" },
@@ -125,6 +128,7 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   "GET /templates/:id": d("Templates", "secret", "Get a template"),
   "PATCH /templates/:id": d("Templates", "secret", "Update a template"),
   "DELETE /templates/:id": d("Templates", "secret", "Delete a template"),
+  "POST /templates/preview": d("Templates", "secret", "Render a subject and body with sample variables"),
   "POST /templates/:id/duplicate": d("Templates", "secret", "Copy a template", { status: 201 }),
   "GET /templates/:id/usage": d("Templates", "secret", "Campaigns and workflow steps that use a template"),
 
@@ -139,6 +143,37 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   "DELETE /segments/:id/members": d("Segments", "secret", "Remove contacts from a STATIC segment by email"),
   "POST /segments/:id/refresh": d("Segments", "secret", "Count the segment's current members (no events, no membership writes)"),
   "POST /segments/:id/compute": d("Segments", "secret", "Store a tracked segment's membership and emit entry/exit events"),
+
+  // Campaigns
+  "GET /campaigns": d("Campaigns", "secret", "List campaigns (status filter)"),
+  "POST /campaigns": d("Campaigns", "secret", "Create a DRAFT campaign", { status: 201 }),
+  "GET /campaigns/:id": d("Campaigns", "secret", "Get a campaign"),
+  "PUT /campaigns/:id": d("Campaigns", "secret", "Update a DRAFT or SCHEDULED campaign (any subset of the create fields)"),
+  "DELETE /campaigns/:id": d("Campaigns", "secret", "Delete a campaign (409 while SENDING)"),
+  "POST /campaigns/:id/duplicate": d("Campaigns", "secret", "Copy a campaign as a new DRAFT", { status: 201 }),
+  "POST /campaigns/:id/send": d("Campaigns", "secret", "Send now, or schedule with scheduledFor"),
+  "POST /campaigns/:id/cancel": d("Campaigns", "secret", "Cancel a SCHEDULED or SENDING campaign"),
+  "POST /campaigns/:id/test": d("Campaigns", "secret", "Send the campaign once to one address, subject prefixed [TEST]"),
+  "GET /campaigns/:id/stats": d("Campaigns", "secret", "Counts and rates of a campaign"),
+  "POST /audience/count": d("Campaigns", "secret", "Count the contacts an audience (condition tree or segment) matches now"),
+
+  // Workflows
+  "GET /workflows": d("Workflows", "secret", "List workflows (offset list; search, enabled)"),
+  "GET /workflows/fields": d("Workflows", "secret", "Fields usable in workflow conditions"),
+  "POST /workflows": d("Workflows", "secret", "Create a workflow (EVENT trigger, disabled)", { status: 201 }),
+  "GET /workflows/:id": d("Workflows", "secret", "Get a workflow with its steps and transitions"),
+  "PATCH /workflows/:id": d("Workflows", "secret", "Update name, description, trigger, entry step, enabled, allowReentry"),
+  "DELETE /workflows/:id": d("Workflows", "secret", "Delete a workflow (409 with active executions)"),
+  "POST /workflows/:id/steps": d("Workflows", "secret", "Add a step (SEND_EMAIL, DELAY, WAIT_FOR_EVENT, CONDITION, WEBHOOK, UPDATE_CONTACT, EXIT)", { status: 201 }),
+  "PATCH /workflows/:id/steps/:stepId": d("Workflows", "secret", "Update a step's name, config or position"),
+  "DELETE /workflows/:id/steps/:stepId": d("Workflows", "secret", "Delete a step (splice=true reconnects its neighbours)"),
+  "POST /workflows/:id/transitions": d("Workflows", "secret", "Connect two steps (branch yes|no, event|timeout)", { status: 201 }),
+  "DELETE /workflows/:id/transitions/:transitionId": d("Workflows", "secret", "Remove a transition"),
+  "POST /workflows/:id/executions/cancel-all": d("Workflows", "secret", "Cancel every running or waiting execution"),
+  "POST /workflows/:id/executions": d("Workflows", "secret", "Start an execution for a contact (MANUAL)", { status: 201 }),
+  "GET /workflows/:id/executions": d("Workflows", "secret", "List executions (offset list, status filter)"),
+  "GET /workflows/:id/executions/:executionId": d("Workflows", "secret", "Get an execution with its step log"),
+  "DELETE /workflows/:id/executions/:executionId": d("Workflows", "secret", "Cancel a running or waiting execution"),
 
   // Sending
   "POST /v1/send": d("Sending", "apiOnly", "Send a transactional email to one or more recipients (template or inline content)", {
@@ -164,6 +199,12 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   "POST /subscribe/:token": d("Tracking", "token", "Subscribe again", { produces: "text/html" }),
   "GET /manage/:token": d("Tracking", "token", "Subscription management page", { produces: "text/html" }),
   "POST /manage/:token": d("Tracking", "token", "Change the subscription from the management page", { produces: "text/html" }),
+
+  // Dashboard (served by the binary)
+  "GET /": d("Dashboard", "none", "The dashboard", { produces: "text/html" }),
+  "GET /assets/:name": d("Dashboard", "none", "Dashboard assets", { produces: "application/octet-stream" }),
+  "GET /auth/reset-password": d("Dashboard", "none", "Password reset link from the email: redirects into the dashboard", { status: 302, produces: "text/plain" }),
+  "GET /auth/verify-email": d("Dashboard", "none", "Verification link from the email: redirects into the dashboard", { status: 302, produces: "text/plain" }),
 
   // Inbound infrastructure callbacks
   "POST /webhooks/sns": d("Inbound", "none", "Bounce and complaint notifications from the email infrastructure"),
