@@ -1,4 +1,6 @@
-import { toOpenAPISchema } from "@elysiajs/openapi";
+// The "/openapi" entry point: the package root also re-registers TypeBox string formats (email among
+// them) globally as a side effect, which would change how request bodies validate.
+import { toOpenAPISchema } from "@elysiajs/openapi/openapi";
 import { Elysia } from "elysia";
 import type { AppContext } from "../context";
 import { VERSION } from "../version";
