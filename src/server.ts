@@ -9,6 +9,7 @@ import { checkDeclaredLength, needsKeyBeforeBody, parseBody, rejectedBodies } fr
 import { invalidApiKey } from "./http/errors";
 import { corsPlugin } from "./http/cors";
 import { errorPlugin, malformedBodies } from "./http/error-plugin";
+import { apiDocsRoutes } from "./http/openapi";
 import { clearUnfinishedKeys, purgeExpiredKeys } from "./http/idempotency";
 import { KeyCache } from "./http/keys";
 import { createLogger, type Logger } from "./http/logger";
@@ -124,6 +125,7 @@ export function buildApp(ctx: AppContext) {
       }
     }) as any;
   for (const m of MODULES) if (m.routes) app = app.use(m.routes(ctx)) as any;
+  app = app.use(apiDocsRoutes(ctx, () => app)) as any;
   return app;
 }
 

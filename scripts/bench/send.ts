@@ -3,7 +3,9 @@
 // DKIM signing, outbox, SMTP). Printed beside two ceilings measured in the same run: the raw RSA
 // sign rate on one core and the raw smtp-connection rate to the same sink. While the send runs,
 // /v1/track latency is probed and the server's RSS sampled.
-//   bun scripts/bench/send.ts [requests=400] [perRequest=50]
+//   bun scripts/bench/send.ts [requests=400] [perRequest=50] [--webhooks]
+// --webhooks: one outbound webhook endpoint (a local receiver in this process) subscribed to every
+// event ("*"): the delivery rate should stay within 10% of the run without it.
 // Knobs (environment): BENCH_PROFILE=<dir> / BENCH_HEAP_PROFILE=<dir> (server CPU / heap profile,
 // markdown), BENCH_LOG=<file> (server log), BENCH_BIN=./mailsvc (run the compiled binary instead of src/main.ts), BENCH_SMOL=1 (server runs with --smol),
 // BENCH_HTML=<bytes> (HTML body size, default ~20 KB), SINK_NO_TLS=1 (sink without STARTTLS).
@@ -18,8 +20,10 @@ import { toSmtpData } from "../../src/mail/smtp-data";
 import { htmlToText } from "../../src/mail/html-text";
 import { fmt, freePort, ROOT, rssMb, rssParts, tempDir, waitFor } from "./lib";
 
-const REQUESTS = Number(process.argv[2] ?? 400);
-const PER = Number(process.argv[3] ?? 50);
+const ARGS = process.argv.slice(2).filter((a) => !a.startsWith("--"));
+const WEBHOOKS = process.argv.includes("--webhooks");
+const REQUESTS = Number(ARGS[0] ?? 400);
+const PER = Number(ARGS[1] ?? 50);
 const TOTAL = REQUESTS * PER;
 const CONCURRENCY = 8;
 const RCPT_DOMAIN = "bench-rcpt.test";
@@ -129,6 +133,7 @@ const svcProc = Bun.spawn(
       MAILSVC_DNS_SERVERS: dns.server,
       MAILSVC_MX_PORT: String(smtpPort),
       MAILSVC_HOSTNAME: "mailsvc.bench",
+      ...(WEBHOOKS ? { MAILSVC_ALLOW_PRIVATE_WEBHOOKS: "true" } : {}),
     },
     stdout: process.env.BENCH_LOG ? Bun.file(process.env.BENCH_LOG) : "ignore",
     stderr: "inherit",
@@ -139,6 +144,26 @@ await waitFor(svc.url + "/config");
 const api = makeApi(svc.url);
 const acct = await createAccount(api, "bench");
 await addVerifiedDomain(api, dns, acct, SENDER_DOMAIN);
+
+// --webhooks: a receiver that answers 200 and counts what it gets, subscribed to every event.
+const hooks = { count: 0, types: new Map<string, number>(), lastAt: 0 };
+const receiver = WEBHOOKS
+  ? Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      async fetch(req) {
+        const body = (await req.json()) as { type: string };
+        hooks.count++;
+        hooks.lastAt = Date.now();
+        hooks.types.set(body.type, (hooks.types.get(body.type) ?? 0) + 1);
+        return new Response("ok");
+      },
+    })
+  : null;
+if (receiver) {
+  const r = await api("/webhook-endpoints", { key: acct.secretKey, body: { url: `http://127.0.0.1:${receiver.port}/hook`, events: ["*"] } });
+  if (r.status !== 201) throw new Error(`webhook endpoint: ${r.status} ${r.text}`);
+}
 
 // Is /v1/track there (issue 3)? Otherwise probe another keyed endpoint.
 const trackProbe = (await api("/v1/track", { key: acct.publicKey, body: { email: `probe@${RCPT_DOMAIN}`, event: "bench.probe" } })).status === 200;
@@ -219,6 +244,9 @@ while (stats.count < TOTAL - apiErrors * PER && Date.now() < deadline) {
 }
 sending = false;
 await prober;
+// Webhooks: every email.sent and email.delivery of the send (2 per recipient) should arrive.
+const hookDeadline = Date.now() + 120_000;
+while (WEBHOOKS && hooks.count < 2 * stats.count && Date.now() < hookDeadline) await Bun.sleep(100);
 clearInterval(rssTimer);
 const elapsed = (stats.lastAt - t0) / 1000;
 const rate = stats.count / elapsed;
@@ -240,5 +268,9 @@ console.log(`POST /v1/send ${REQUESTS} x ${PER} = ${fmt(TOTAL)} recipients accep
 console.log(`end to end: ${fmt(stats.count)} messages (${fmt(stats.unique)} recipients, ${stats.duplicates} duplicates, ${(stats.bytes / stats.count / 1024).toFixed(1)} KB avg) in ${elapsed.toFixed(2)} s = ${fmt(rate)} msg/s  (bar >= 1,000: ${rate >= 1000 ? "PASS" : "FAIL"})`);
 console.log(`${trackProbe ? "POST /v1/track" : "GET /v1/key (no /v1/track on this build)"} during the send: p50 ${pct(50)} ms, p99 ${pct(99)} ms over ${latencies.length} requests (while the API accepted the 400 sends: p99 ${pctOf(apiPhase, 99)} ms over ${apiPhase.length}; afterwards, while delivering: p99 ${pctOf(deliveryPhase, 99)} ms over ${deliveryPhase.length})  (bar p99 < 25 ms: ${Number(pct(99)) < 25 ? "PASS" : "FAIL"})`);
 console.log(`server RSS max during the send: ${rssMax} MB (at the peak: anonymous ${rssAtMax.anon} MB, file-backed ${rssAtMax.file} MB, shared ${rssAtMax.shmem} MB; idle before: ${rssIdle} MB; every 2 s: ${rssTimeline.join(" ")})  (bar < 200 MB: ${rssMax < 200 ? "PASS" : "FAIL"})`);
+if (WEBHOOKS) {
+  console.log(`webhooks: ${fmt(hooks.count)} POSTs received (${[...hooks.types].map(([t, n]) => `${t} ${fmt(n)}`).join(", ")}), the last ${((hooks.lastAt - stats.lastAt) / 1000).toFixed(2)} s after the last message; ${fmt(hooks.count / ((hooks.lastAt - t0) / 1000))} webhooks/s`);
+  receiver?.stop(true);
+}
 if (process.env.BENCH_VERBOSE) console.log(`probe latencies while the API accepted (ms): ${apiPhase.map((x) => x.toFixed(1)).join(" ")}`);
 process.exit(0);

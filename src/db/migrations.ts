@@ -11,6 +11,7 @@ import m009 from "../../migrations/009_campaigns.sql" with { type: "text" };
 import m010 from "../../migrations/010_workflows.sql" with { type: "text" };
 import m011 from "../../migrations/011_analytics.sql" with { type: "text" };
 import m012 from "../../migrations/012_billing_uploads.sql" with { type: "text" };
+import m013 from "../../migrations/013_webhooks.sql" with { type: "text" };
 import m014 from "../../migrations/014_deliverability.sql" with { type: "text" };
 
 export const MIGRATIONS: { name: string; sql: string }[] = [
@@ -26,5 +27,6 @@ export const MIGRATIONS: { name: string; sql: string }[] = [
   { name: "010_workflows", sql: m010 },
   { name: "011_analytics", sql: m011 },
   { name: "012_billing_uploads", sql: m012 },
+  { name: "013_webhooks", sql: m013 },
   { name: "014_deliverability", sql: m014 },
 ];

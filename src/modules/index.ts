@@ -20,6 +20,7 @@ import { userRoutes } from "./users/routes";
 import { verifyModule } from "./verify";
 import { workflowsModule } from "./workflows";
 import { webModule } from "../web";
+import { webhooksModule } from "./webhooks";
 
 /** Every module of the service, in install order. */
 export const MODULES: ModuleDef[] = [
@@ -42,6 +43,7 @@ export const MODULES: ModuleDef[] = [
   metricsModule,
   workflowsModule,
   audienceCountModule,
+  webhooksModule,
   webModule,
   billingModule,
   uploadsModule,

@@ -1,6 +1,4 @@
 import { lookup as systemLookup } from "node:dns/promises";
-import http from "node:http";
-import https from "node:https";
 import type { Config } from "../config";
 import { createResolver } from "../mail/dns";
 import { classifyAddress, isIpLiteral } from "./address-policy";
@@ -87,7 +85,11 @@ interface HopResult {
   body: string;
 }
 
-function oneHop(
+/**
+ * One request to the checked address: the URL names the IP itself (so no resolution happens again)
+ * and the Host header and TLS server name (SNI and certificate check) carry the original host.
+ */
+async function oneHop(
   url: URL,
   pinned: { address: string; family: 4 | 6 },
   method: string,
@@ -96,65 +98,42 @@ function oneHop(
   deadline: number,
   maxBodyBytes: number,
 ): Promise<HopResult> {
-  return new Promise((resolve, reject) => {
-    const remaining = deadline - Date.now();
-    if (remaining <= 0) return reject(new Refusal("timeout", "timed out"));
-    const mod = url.protocol === "https:" ? https : http;
-    let settled = false;
-    const finish = (fn: () => void) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      fn();
-    };
-    const req = mod.request(
-      {
-        protocol: url.protocol,
-        hostname: url.hostname.replace(/^\[|\]$/g, ""),
-        port: url.port || (url.protocol === "https:" ? 443 : 80),
-        path: url.pathname + url.search,
-        method,
-        headers: { ...headers, ...(body !== undefined ? { "content-length": String(Buffer.byteLength(body)) } : {}) },
-        agent: false,
-        // Pinned: the socket connects to the address that was checked, never to a fresh answer.
-        lookup: ((_h: string, opts: any, cb: any) => {
-          if (typeof opts === "function") cb = opts;
-          if (opts && opts.all) cb(null, [{ address: pinned.address, family: pinned.family }]);
-          else cb(null, pinned.address, pinned.family);
-        }) as any,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        const done = () =>
-          finish(() => {
-            const loc = res.headers.location;
-            resolve({ status: res.statusCode ?? 0, location: typeof loc === "string" ? loc : null, body: Buffer.concat(chunks).toString("utf8") });
-          });
-        res.on("data", (c: Buffer) => {
-          if (size < maxBodyBytes) {
-            const take = c.subarray(0, maxBodyBytes - size);
-            chunks.push(take);
-            size += take.length;
-          }
-          if (size >= maxBodyBytes) {
-            done();
-            res.destroy();
-          }
-        });
-        res.on("end", done);
-        res.on("close", done);
-        res.on("error", done);
-      },
-    );
-    const timer = setTimeout(() => {
-      finish(() => reject(new Refusal("timeout", `timed out after ${Math.round((Date.now() - deadline + remaining) / 100) / 10}s`)));
-      req.destroy();
-    }, remaining);
-    req.on("error", (e) => finish(() => reject(new Refusal("network", (e as Error).message || String(e)))));
-    if (body !== undefined) req.end(body);
-    else req.end();
-  });
+  const remaining = deadline - Date.now();
+  if (remaining <= 0) throw new Refusal("timeout", "timed out");
+  const target = new URL(url.toString());
+  target.hostname = pinned.family === 6 ? `[${pinned.address}]` : pinned.address;
+  const host = url.hostname.replace(/^\[|\]$/g, "");
+  const ac = new AbortController();
+  const timer = setTimeout(() => ac.abort(), remaining);
+  try {
+    const res = await fetch(target, {
+      method,
+      headers: { ...headers, host: url.host },
+      body,
+      redirect: "manual",
+      signal: ac.signal,
+      ...(url.protocol === "https:" && !isIpLiteral(host) ? { tls: { serverName: host } } : {}),
+    } as RequestInit);
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    if (res.body) {
+      const reader = res.body.getReader();
+      while (size < maxBodyBytes) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        const take = value.subarray(0, maxBodyBytes - size);
+        chunks.push(take);
+        size += take.length;
+      }
+      reader.cancel().catch(() => {});
+    }
+    return { status: res.status, location: res.headers.get("location"), body: Buffer.concat(chunks).toString("utf8") };
+  } catch (e) {
+    if (ac.signal.aborted) throw new Refusal("timeout", `timed out after ${Math.round(remaining / 100) / 10}s`);
+    throw new Refusal("network", (e as Error)?.message || String(e));
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export async function safeFetch(config: SafeFetchConfig, req: SafeFetchRequest): Promise<SafeFetchOutcome> {

@@ -81,7 +81,7 @@ describe("safeFetch", () => {
         return new Response("hello " + req.method);
       },
     });
-  });
+  }, 60_000);
   afterAll(async () => {
     srv.stop(true);
     await dns.close();

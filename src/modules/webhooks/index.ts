@@ -1,0 +1,30 @@
+import type { ModuleDef } from "../module";
+import { dispatcherOf } from "../../webhooks/dispatcher";
+import { recordDeliveries } from "../../webhooks/consumer";
+import { isDeliverable } from "../../webhooks/events";
+import { webhookRoutes } from "./routes";
+import { deleteProjectDeliveries } from "./service";
+
+/** Outbound webhooks: endpoints (routes), delivery rows written from the event feed, the dispatcher that sends them. */
+export const webhooksModule: ModuleDef = {
+  name: "webhooks",
+  routes: webhookRoutes,
+  install(ctx) {
+    const dispatcher = dispatcherOf(ctx);
+    ctx.feed.subscribe(
+      "webhooks",
+      async (trx, events) => {
+        // Rows become visible when the feed commits; the short delay lets it, the poll is the safety net.
+        if (await recordDeliveries(ctx, trx, events)) dispatcher.wake(5);
+      },
+      { names: isDeliverable },
+    );
+    ctx.hooks.resetProject.push((c, projectId) => deleteProjectDeliveries(c, projectId));
+  },
+  start(ctx) {
+    dispatcherOf(ctx).start();
+  },
+  stop(ctx) {
+    return dispatcherOf(ctx).stop();
+  },
+};

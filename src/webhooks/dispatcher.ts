@@ -1,0 +1,224 @@
+import type { AppContext } from "../context";
+import { safeFetch, type SafeFetchOutcome } from "../net/safe-fetch";
+import { signWebhook } from "./sign";
+import { dueDeliveries, endpointsWithDue, recordAttempt } from "./store";
+
+/**
+ * Sends the PENDING webhook_deliveries rows. The rows are the durable queue (written in the event
+ * feed's transaction), so a restart, even after kill -9, finds every delivery that was not yet
+ * recorded as done and sends it again (at least once, same webhook-id).
+ *
+ * Why not one job per delivery in the shared job loop: that loop has a few slots shared by
+ * campaign fan-out, imports and workflows, and a dead endpoint holds a slot for its whole timeout.
+ * Here each endpoint has its own small concurrency cap, and the whole dispatcher a global one, so
+ * a slow or dead endpoint only delays its own deliveries.
+ */
+export interface DispatcherOptions {
+  perEndpoint?: number;
+  global?: number;
+  pollMs?: number;
+  timeoutMs?: number;
+}
+
+interface SendTarget {
+  id: string;
+  url: string;
+  secret: string;
+}
+
+interface Row {
+  id: string;
+  payload: string;
+  attempts: number;
+}
+
+/** One endpoint as the dispatcher sees it: its due rows read ahead in one query, and what is in flight. */
+interface Lane {
+  ep: SendTarget;
+  queue: Row[];
+  inflight: Set<string>;
+  refilling: boolean;
+  /** Set by forget(): nothing more starts from this lane (its in-flight attempts finish). */
+  dead: boolean;
+}
+
+/** How many due rows of one endpoint are read at once. */
+const READ_AHEAD = 100;
+/** How long a finished delivery id is remembered (a read that began before it finished must not send it again). */
+const RECENT_MS = 60_000;
+
+interface Finished {
+  seq: number;
+  at: number;
+}
+
+export class WebhookDispatcher {
+  private readonly perEndpoint: number;
+  private readonly global: number;
+  private readonly pollMs: number;
+  readonly timeoutMs: number;
+  private lanes = new Map<string, Lane>();
+  /** Recently finished attempts, numbered: a read that began before one finished may still see its row as due. */
+  private recent = new Map<string, Finished>();
+  private finishedSeq = 0;
+  private running = 0;
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private ticking = false;
+  private again = false;
+  private stopped = true;
+  private tasks = new Set<Promise<void>>();
+
+  constructor(private readonly ctx: AppContext, opts: DispatcherOptions = {}) {
+    this.perEndpoint = opts.perEndpoint ?? 8;
+    this.global = opts.global ?? 64;
+    this.pollMs = opts.pollMs ?? 500;
+    this.timeoutMs = opts.timeoutMs ?? 10_000;
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await Promise.allSettled([...this.tasks]);
+  }
+
+  /** New deliveries may be due (called after the feed's transaction commits, or soon after). */
+  wake(delayMs = 0): void {
+    if (!this.stopped) this.schedule(delayMs);
+  }
+
+  /**
+   * The endpoint was disabled, deleted or changed: drop what was read ahead for it, so nothing
+   * more is sent from the old state (called by the service after its transaction commits).
+   */
+  forget(endpointId: string): void {
+    const lane = this.lanes.get(endpointId);
+    if (!lane) return;
+    lane.dead = true;
+    lane.queue = [];
+    this.lanes.delete(endpointId);
+  }
+
+  private schedule(ms: number): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      void this.tick().finally(() => {
+        if (!this.stopped && !this.timer) this.schedule(this.pollMs);
+      });
+    }, ms);
+  }
+
+  private async tick(): Promise<void> {
+    if (this.ticking) {
+      this.again = true;
+      return;
+    }
+    this.ticking = true;
+    try {
+      do {
+        this.again = false;
+        await this.claim();
+      } while (this.again && !this.stopped);
+    } catch (e) {
+      this.ctx.log.error("webhook dispatcher tick failed", { error: String(e) });
+    } finally {
+      this.ticking = false;
+    }
+  }
+
+  /** Reads the endpoints with due rows, tops up their lanes and starts what the caps allow. */
+  private async claim(): Promise<void> {
+    if (this.stopped || this.running >= this.global) return;
+    const now = this.ctx.clock.now();
+    const cutoff = Date.now() - RECENT_MS;
+    for (const [id, f] of this.recent) if (f.at < cutoff) this.recent.delete(id);
+    for (const ep of await endpointsWithDue(this.ctx.db, now)) {
+      let lane = this.lanes.get(ep.id);
+      if (!lane) this.lanes.set(ep.id, (lane = { ep, queue: [], inflight: new Set(), refilling: false, dead: false }));
+      lane.ep = ep;
+      if (!lane.queue.length && !lane.refilling && lane.inflight.size < this.perEndpoint) await this.refill(lane, now);
+      this.launch(lane);
+      if (this.running >= this.global) return;
+    }
+  }
+
+  private async refill(lane: Lane, now: number): Promise<void> {
+    lane.refilling = true;
+    const readFrom = this.finishedSeq;
+    try {
+      const rows = await dueDeliveries(this.ctx.db, lane.ep.id, now, READ_AHEAD + lane.inflight.size);
+      if (lane.dead) return; // forgotten while reading: what was read may be stale
+      const queued = new Set(lane.queue.map((r) => r.id));
+      const staleRead = (id: string) => (this.recent.get(id)?.seq ?? 0) > readFrom; // finished while this read ran
+      for (const r of rows) if (!lane.inflight.has(r.id) && !staleRead(r.id) && !queued.has(r.id)) lane.queue.push(r);
+    } finally {
+      lane.refilling = false;
+    }
+  }
+
+  /** Starts queued rows of one lane up to the per-endpoint and global caps. */
+  private launch(lane: Lane): void {
+    while (!lane.dead && lane.queue.length && lane.inflight.size < this.perEndpoint && this.running < this.global && !this.stopped) {
+      const row = lane.queue.shift()!;
+      lane.inflight.add(row.id);
+      this.running++;
+      const task = this.deliver(lane, row).finally(() => {
+        lane.inflight.delete(row.id);
+        this.recent.set(row.id, { seq: ++this.finishedSeq, at: Date.now() });
+        this.running--;
+        this.tasks.delete(task);
+        if (lane.queue.length) this.launch(lane);
+        else {
+          if (!lane.inflight.size && this.lanes.get(lane.ep.id) === lane) this.lanes.delete(lane.ep.id);
+          this.wake();
+        }
+      });
+      this.tasks.add(task);
+    }
+  }
+
+  /** One attempt of one delivery, then its outcome recorded (retry, delivered or failed). */
+  private async deliver(lane: Lane, row: Row): Promise<void> {
+    try {
+      // Nothing is sent once the endpoint is disabled, deleted or changed (forget() killed its lane).
+      if (lane.dead) return;
+      const outcome = await this.send(lane.ep, row.id, row.payload);
+      await recordAttempt(this.ctx.db, row.id, this.decide(outcome, row.attempts + 1));
+    } catch (e) {
+      this.ctx.log.error("webhook delivery failed to record", { delivery: row.id, error: String(e) });
+    }
+  }
+
+  /** Signs and POSTs one body (also used by the test ping). */
+  send(ep: SendTarget, webhookId: string, body: string): Promise<SafeFetchOutcome> {
+    const headers = { "content-type": "application/json", ...signWebhook(ep.secret, webhookId, new Date(), body) };
+    return safeFetch(this.ctx.config, { url: ep.url, method: "POST", headers, body, timeoutMs: this.timeoutMs, maxBodyBytes: 1024 });
+  }
+
+  /** Retry after the schedule's next wait on non-2xx or network failure; refused addresses fail at once. */
+  decide(o: SafeFetchOutcome, attempts: number) {
+    const now = this.ctx.clock.now();
+    const base = { attempts, responseStatus: o.status ?? null, responseBody: o.body ?? null, now };
+    if (o.ok) return { ...base, status: "DELIVERED" as const, nextAttemptAt: null, error: null, deliveredAt: now };
+    const error = o.error ?? `HTTP ${o.status}`;
+    const permanent = o.errorKind === "refused" || o.errorKind === "invalid_url";
+    const wait = this.ctx.config.webhookRetryScheduleMs[attempts - 1];
+    if (permanent || wait === undefined) return { ...base, status: "FAILED" as const, nextAttemptAt: null, error, deliveredAt: null };
+    return { ...base, status: "PENDING" as const, nextAttemptAt: now + wait, error, deliveredAt: null };
+  }
+}
+
+const instances = new WeakMap<AppContext, WebhookDispatcher>();
+
+/** The dispatcher of one running instance (created on first use). */
+export function dispatcherOf(ctx: AppContext): WebhookDispatcher {
+  let d = instances.get(ctx);
+  if (!d) instances.set(ctx, (d = new WebhookDispatcher(ctx)));
+  return d;
+}

@@ -1,0 +1,98 @@
+import type { Kysely, Transaction } from "kysely";
+import type { DB } from "../db";
+import type { WebhookDeliveriesTable } from "../db/tables/webhooks";
+
+/** SQL of the webhook dispatcher and the event consumer (the delivery rows are their queue). */
+
+export type DeliveryInsert = WebhookDeliveriesTable;
+
+export async function insertDeliveries(db: Kysely<DB> | Transaction<DB>, rows: DeliveryInsert[]): Promise<void> {
+  // 15 columns: 60 rows stay well under SQLite's bound-parameter limit.
+  for (let i = 0; i < rows.length; i += 60) await db.insertInto("webhook_deliveries").values(rows.slice(i, i + 60)).execute();
+}
+
+export function enabledEndpointsOf(db: Kysely<DB> | Transaction<DB>, projectIds: string[]) {
+  return db
+    .selectFrom("webhook_endpoints")
+    .select(["id", "project_id", "events"])
+    .where("project_id", "in", projectIds)
+    .where("enabled", "=", 1)
+    .execute();
+}
+
+export function contactEmails(db: Kysely<DB> | Transaction<DB>, ids: string[]) {
+  return db.selectFrom("contacts").select(["id", "email"]).where("id", "in", ids).execute();
+}
+
+/** Endpoints that have PENDING deliveries due (the dispatcher's outer loop). */
+export function endpointsWithDue(db: Kysely<DB>, now: number) {
+  return db
+    .selectFrom("webhook_endpoints as e")
+    .select(["e.id", "e.url", "e.secret"])
+    .where("e.enabled", "=", 1)
+    .where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom("webhook_deliveries as d")
+          .select("d.id")
+          .whereRef("d.endpoint_id", "=", "e.id")
+          .where("d.status", "=", "PENDING")
+          .where("d.next_attempt_at", "<=", now),
+      ),
+    )
+    .execute();
+}
+
+/** The next due deliveries of one endpoint, oldest first. */
+export function dueDeliveries(db: Kysely<DB>, endpointId: string, now: number, limit: number) {
+  return db
+    .selectFrom("webhook_deliveries")
+    .select(["id", "endpoint_id", "payload", "attempts"])
+    .where("endpoint_id", "=", endpointId)
+    .where("status", "=", "PENDING")
+    .where("next_attempt_at", "<=", now)
+    .orderBy("next_attempt_at")
+    .orderBy("id")
+    .limit(limit)
+    .execute();
+}
+
+export interface AttemptRecord {
+  status: "PENDING" | "DELIVERED" | "FAILED";
+  attempts: number;
+  nextAttemptAt: number | null;
+  responseStatus: number | null;
+  responseBody: string | null;
+  error: string | null;
+  deliveredAt: number | null;
+  now: number;
+}
+
+/** Records an attempt; only a row still PENDING changes (a deleted endpoint's rows are gone). */
+export async function recordAttempt(db: Kysely<DB>, id: string, r: AttemptRecord): Promise<void> {
+  await db
+    .updateTable("webhook_deliveries")
+    .set({
+      status: r.status,
+      attempts: r.attempts,
+      next_attempt_at: r.nextAttemptAt,
+      response_status: r.responseStatus,
+      response_body: r.responseBody,
+      error: r.error,
+      delivered_at: r.deliveredAt,
+      updated_at: r.now,
+    })
+    .where("id", "=", id)
+    .where("status", "=", "PENDING")
+    .execute();
+}
+
+/** Marks an endpoint's waiting deliveries failed (endpoint disabled: nothing is sent afterwards). */
+export async function failPendingOf(db: Kysely<DB> | Transaction<DB>, endpointId: string, reason: string, now: number): Promise<void> {
+  await db
+    .updateTable("webhook_deliveries")
+    .set({ status: "FAILED", error: reason, next_attempt_at: null, updated_at: now })
+    .where("endpoint_id", "=", endpointId)
+    .where("status", "=", "PENDING")
+    .execute();
+}

@@ -1,0 +1,92 @@
+// A local HTTP receiver for outbound webhooks: records every request, answers what the test says.
+import { Webhook } from "standardwebhooks";
+
+export interface Received {
+  path: string;
+  headers: Record<string, string>;
+  body: string;
+  json: any;
+}
+
+export interface Receiver {
+  url: string;
+  port: number;
+  received: Received[];
+  /** Status codes to answer next, in order (then 200). */
+  answers: number[];
+  /** Milliseconds to wait before answering. */
+  delayMs: number;
+  /** Resolves when `n` requests have arrived (optionally matching), or throws after timeoutMs. */
+  waitFor(n: number, match?: (r: Received) => boolean, timeoutMs?: number): Promise<Received[]>;
+  close(): void;
+}
+
+export function startReceiver(): Receiver {
+  const received: Received[] = [];
+  const state = { answers: [] as number[], delayMs: 0 };
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(req) {
+      const body = await req.text();
+      const headers: Record<string, string> = {};
+      req.headers.forEach((v, k) => (headers[k] = v));
+      let json: any = null;
+      try {
+        json = JSON.parse(body);
+      } catch {}
+      received.push({ path: new URL(req.url).pathname, headers, body, json });
+      if (state.delayMs) await Bun.sleep(state.delayMs);
+      if (new URL(req.url).pathname.startsWith("/hang")) await Bun.sleep(60_000); // a dead endpoint
+      const status = state.answers.shift() ?? 200;
+      return new Response(status >= 400 ? "nope" : "ok", { status });
+    },
+  });
+  return {
+    url: `http://127.0.0.1:${server.port}`,
+    port: server.port!,
+    received,
+    get answers() {
+      return state.answers;
+    },
+    set answers(a: number[]) {
+      state.answers = a;
+    },
+    get delayMs() {
+      return state.delayMs;
+    },
+    set delayMs(ms: number) {
+      state.delayMs = ms;
+    },
+    async waitFor(n, match = () => true, timeoutMs = 8000) {
+      const t0 = Date.now();
+      for (;;) {
+        const got = received.filter(match);
+        if (got.length >= n) return got;
+        if (Date.now() - t0 > timeoutMs) throw new Error(`waited for ${n} webhook requests, got ${got.length}: ${JSON.stringify(received.map((r) => r.json?.type))}`);
+        await Bun.sleep(20);
+      }
+    },
+    close: () => server.stop(true),
+  } as Receiver;
+}
+
+/** Verifies a received request with the standardwebhooks package (throws when it does not verify). */
+export function verify(secret: string, r: Received): unknown {
+  return new Webhook(secret).verify(r.body, {
+    "webhook-id": r.headers["webhook-id"]!,
+    "webhook-timestamp": r.headers["webhook-timestamp"]!,
+    "webhook-signature": r.headers["webhook-signature"]!,
+  });
+}
+
+/** Polls until `fn` returns a truthy value. */
+export async function until<T>(fn: () => Promise<T | null | undefined | false>, timeoutMs = 8000, what = "condition"): Promise<T> {
+  const t0 = Date.now();
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(25);
+  }
+}
