@@ -44,6 +44,9 @@ export const TAGS: { name: string; description: string }[] = [
   { name: "Emails", description: "The per-message log" },
   { name: "Activity", description: "Activity feed" },
   { name: "Tracking", description: "Open/click tracking and subscription pages reached from emails" },
+  { name: "Analytics", description: "Time series, top campaigns and events (from rollups)" },
+  { name: "Billing", description: "Monthly caps per category, consumption, optional Stripe subscription" },
+  { name: "Uploads", description: "Images for template bodies, stored in the database and served publicly" },
   { name: "Webhooks", description: "Outbound webhooks: endpoints, deliveries (Standard Webhooks signatures)" },
   { name: "Inbound", description: "Callbacks from email and billing infrastructure" },
 ];
@@ -207,6 +210,28 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   "GET /auth/verify-email": d("Dashboard", "none", "Verification link from the email: redirects into the dashboard", { status: 302, produces: "text/plain" }),
 
   // Inbound infrastructure callbacks
+  // Domains (deliverability)
+  "PATCH /domains/:id": d("Domains", "optionalProject", "Turn Ed25519 dual signing on or off for a domain"),
+  "GET /domains/:id/dmarc": d("Domains", "optionalProject", "DMARC aggregate reports received for the domain: pass/fail counts by source IP"),
+  "POST /domains/:id/rotate-dkim": d("Domains", "optionalProject", "Start a DKIM key rotation: a new selector is published beside the old one and takes over once verified"),
+  // Analytics
+  "GET /analytics/timeseries": d("Analytics", "secret", "Sent, delivered, opened, clicked, bounced and complained per day or hour (empty buckets zero)"),
+  "GET /analytics/top-campaigns": d("Analytics", "secret", "Campaigns ranked by sent, opens or clicks"),
+  "GET /analytics/campaign-stats": d("Analytics", "secret", "Campaign counts per status and average open/click rates"),
+  "GET /analytics/top-events": d("Analytics", "secret", "Most frequent event names with their trend against the previous window"),
+  // Billing
+  "GET /users/@me/projects/:id/billing-limits": d("Billing", "session", "Monthly caps per category (null: unlimited)"),
+  "PUT /users/@me/projects/:id/billing-limits": d("Billing", "session", "Change monthly caps (OWNER or ADMIN); omitted categories keep theirs"),
+  "GET /users/@me/projects/:id/billing-consumption": d("Billing", "session", "This calendar month's use per category with limits and percentages"),
+  "GET /users/@me/projects/:id/billing-invoices": d("Billing", "session", "Invoices of the project's subscription (empty while billing is off)"),
+  "POST /users/@me/projects/:id/checkout": d("Billing", "session", "Create a Stripe checkout session; 400 BILLING_DISABLED without a payment provider"),
+  "POST /users/@me/projects/:id/billing-portal": d("Billing", "session", "Open the Stripe billing portal; 400 BILLING_DISABLED without a payment provider"),
+  "POST /webhooks/incoming/stripe": d("Inbound", "none", "Stripe events (Stripe-Signature verified; each event applied once)"),
+  // Uploads
+  "POST /uploads/image": d("Uploads", "secret", "Upload a png, jpeg, gif or webp image (multipart field `file`, 5 MB max); answers its public URL", { status: 201, fileField: "file" }),
+  "GET /uploads": d("Uploads", "secret", "The project's uploads (cursor list)"),
+  "DELETE /uploads/:id": d("Uploads", "secret", "Delete an upload (its public URL answers 404 afterwards)"),
+  "GET /uploads/:file": d("Uploads", "none", "An uploaded image by its public URL (`<id>.<ext>`), with a long cache lifetime", { produces: "image/*" }),
   "POST /webhooks/sns": d("Inbound", "none", "Bounce and complaint notifications from the email infrastructure"),
 
   // Outbound webhooks
