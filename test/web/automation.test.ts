@@ -109,6 +109,8 @@ describe.skipIf(missing.length > 0)("audience and automation", () => {
 
     await page.getByRole("button", { name: "Send now…" }).click();
     const dialog = page.getByRole("dialog", { name: "Send this campaign now?" });
+    // The recipient count arrives after a debounce: wait for it rather than reading the dialog at once.
+    await dialog.getByText("2 recipients").waitFor({ timeout: 15_000 });
     expect(await dialog.textContent()).toContain("2 recipients");
     await dialog.getByRole("button", { name: "Send to everyone" }).click();
 
