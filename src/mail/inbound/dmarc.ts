@@ -2,8 +2,8 @@
 // as an attachment, gzip'd (.xml.gz), zipped (.zip) or plain. Parsed into counts per source IP.
 // Pure: bytes in, a report (or null when the message carries none) out.
 import { gunzipSync } from "node:zlib";
-import { XMLParser } from "fast-xml-parser";
-import { unzipSync } from "fflate";
+import type { XMLParser } from "fast-xml-parser";
+import type { unzipSync as UnzipSync } from "fflate";
 
 export interface DmarcRow {
   sourceIp: string;
@@ -27,7 +27,11 @@ export interface DmarcAggregate {
 /** Reports are small (a few KB per thousand sources); anything that inflates past this is refused. */
 const MAX_XML_BYTES = 20 * 1024 * 1024;
 
-const parser = new XMLParser({ ignoreAttributes: true, parseTagValue: false, trimValues: true, processEntities: false });
+// The XML and zip readers are loaded with the first report (~30 ms of start-up otherwise).
+let parser: XMLParser | null = null;
+const xmlParser = (): XMLParser =>
+  (parser ??= new (require("fast-xml-parser") as { XMLParser: typeof XMLParser }).XMLParser({ ignoreAttributes: true, parseTagValue: false, trimValues: true, processEntities: false }));
+const unzipSync: typeof UnzipSync = (...args) => (require("fflate") as { unzipSync: typeof UnzipSync }).unzipSync(...args);
 
 const asArray = <T>(v: T | T[] | undefined): T[] => (v === undefined || v === null ? [] : Array.isArray(v) ? v : [v]);
 const text = (v: unknown): string => (v === undefined || v === null ? "" : typeof v === "object" ? "" : String(v).trim());
@@ -36,7 +40,7 @@ const text = (v: unknown): string => (v === undefined || v === null ? "" : typeo
 export function parseDmarcXml(xml: string): DmarcAggregate | null {
   let doc: any;
   try {
-    doc = parser.parse(xml);
+    doc = xmlParser().parse(xml);
   } catch {
     return null;
   }

@@ -1,7 +1,7 @@
 // The payment provider: Stripe through its official SDK. Billing is on only when the secret key, the
 // webhook secret and the price are all configured; MAILSVC_STRIPE_API_BASE points the SDK elsewhere
 // (tests run a local fake of the Stripe API).
-import Stripe from "stripe";
+import type Stripe from "stripe";
 import type { AppContext } from "../../context";
 
 export function billingEnabled(ctx: AppContext): boolean {
@@ -16,11 +16,13 @@ export function stripeClient(ctx: AppContext): Stripe {
   if (s) return s;
   const base = new URL(ctx.config.stripeApiBase || "https://api.stripe.com");
   const protocol = base.protocol === "http:" ? "http" : "https";
-  s = new Stripe(ctx.config.stripeSecretKey!, {
+  // Loaded on first use: the SDK costs ~50 ms of start-up, and billing is off on most installs.
+  const StripeSdk = require("stripe") as typeof Stripe;
+  s = new StripeSdk(ctx.config.stripeSecretKey!, {
     host: base.hostname,
     port: base.port || (protocol === "http" ? 80 : 443),
     protocol,
-    httpClient: Stripe.createFetchHttpClient(),
+    httpClient: StripeSdk.createFetchHttpClient(),
     maxNetworkRetries: 1,
     timeout: 20_000,
     telemetry: false,
