@@ -1,4 +1,4 @@
-import { Database } from "bun:sqlite";
+import { Database, type SQLQueryBindings, type Statement } from "bun:sqlite";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { Kysely } from "kysely";
@@ -7,6 +7,27 @@ import { startCheckpointer } from "./checkpointer";
 import type { DB } from "./schema";
 
 export type { DB } from "./schema";
+
+/**
+ * bun:sqlite's `query()` keeps only about 20 prepared statements; with every module's hot statements
+ * (the dialect's and the raw paths') that cache thrashes and each call prepares again (measured: 9%
+ * of the server's CPU during scripts/bench/send.ts). This keeps every distinct SQL text prepared,
+ * up to MAX_CACHED (statements with variable-length IN lists bypass it in the dialect).
+ */
+const MAX_CACHED = 2000;
+class StatementCachingDatabase extends Database {
+  private readonly statements = new Map<string, Statement<any, any>>();
+  override query<ReturnType = unknown, ParamsType extends SQLQueryBindings | SQLQueryBindings[] = any>(sql: string): Statement<ReturnType, ParamsType extends any[] ? ParamsType : [ParamsType]> {
+    let stmt = this.statements.get(sql);
+    if (!stmt) {
+      // Forget the oldest text when full; its statement is finalized by the GC once unused.
+      if (this.statements.size >= MAX_CACHED) this.statements.delete(this.statements.keys().next().value!);
+      stmt = this.prepare(sql);
+      this.statements.set(sql, stmt);
+    }
+    return stmt as never;
+  }
+}
 
 /**
  * The data layer's handle. `db` is Kysely (async, serialized on one connection).
@@ -23,7 +44,7 @@ export interface Store {
 
 export function openStore(path: string): Store {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
-  const sqlite = new Database(path, { create: true, strict: true });
+  const sqlite = new StatementCachingDatabase(path, { create: true, strict: true });
   sqlite.exec("PRAGMA journal_mode = WAL");
   sqlite.exec("PRAGMA synchronous = NORMAL");
   sqlite.exec("PRAGMA foreign_keys = ON");
