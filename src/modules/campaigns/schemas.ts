@@ -1,19 +1,10 @@
 import { t } from "elysia";
+import { messageFields } from "../templates/schemas";
 
-const NoLineBreaks = "^[^\\r\\n]*$";
-const Email = t.String({ format: "email", maxLength: 254 });
-const MailType = t.Union([t.Literal("TRANSACTIONAL"), t.Literal("MARKETING"), t.Literal("HEADLESS")]);
 const Audience = t.Union([t.Literal("ALL"), t.Literal("SEGMENT"), t.Literal("FILTERED")]);
 
 const fields = {
-  name: t.String({ minLength: 1, maxLength: 200 }),
-  description: t.Nullable(t.String({ maxLength: 2000 })),
-  subject: t.String({ minLength: 1, maxLength: 998, pattern: NoLineBreaks }),
-  body: t.String({ minLength: 1, maxLength: 2_000_000 }),
-  from: Email,
-  fromName: t.Nullable(t.String({ maxLength: 200, pattern: NoLineBreaks })),
-  replyTo: t.Nullable(Email),
-  type: MailType,
+  ...messageFields,
   audienceType: Audience,
   segmentId: t.Nullable(t.String({ maxLength: 64 })),
   // The tree's own rules are checked by the condition validator (field paths in errors[]).
@@ -56,7 +47,7 @@ export const UpdateCampaign = t.Object({
 });
 
 export const SendBody = t.Optional(t.Nullable(t.Object({ scheduledFor: t.Optional(t.Any()) })));
-export const TestBody = t.Object({ email: Email });
+export const TestBody = t.Object({ email: messageFields.from });
 
 export const ListQuery = t.Object({
   page: t.Optional(t.String()),

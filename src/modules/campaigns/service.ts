@@ -12,25 +12,14 @@ import { offsetPage, pick, type OffsetParams } from "../../http/pagination";
 import { insertContent, insertEmails, suppressedAddresses } from "../../mail/enqueue";
 import { wakeOutbox } from "../../mail/outbox";
 import { assertSenderAllowed } from "../domains/service";
-import { assertTemplateSyntax, findTemplate } from "../templates/service";
+import { assertTemplateSyntax, DIRS, findTemplate, SORTS, type TemplateInput } from "../templates/service";
 import { audienceErrors, audienceHasAnyFor, audienceWhere } from "./audience";
 import { JOBS } from "./jobs";
 import * as q from "./queries";
 import type { CampaignRow, Counters } from "./queries";
 
 export const STATUSES: readonly CampaignStatus[] = ["DRAFT", "SCHEDULED", "SENDING", "SENT", "CANCELLED"];
-const SORTS = ["createdAt", "updatedAt", "name"] as const;
-const DIRS = ["desc", "asc"] as const;
-
-export interface CampaignInput {
-  name: string;
-  description?: string | null;
-  subject: string;
-  body: string;
-  from: string;
-  fromName?: string | null;
-  replyTo?: string | null;
-  type?: TemplateType;
+export interface CampaignInput extends TemplateInput {
   audienceType: AudienceType;
   segmentId?: string | null;
   audienceCondition?: unknown;
@@ -132,15 +121,7 @@ export async function createCampaign(ctx: AppContext, projectId: string, input: 
     audience_condition: conditionJson(input.audienceCondition),
     template_id: input.templateId ?? null,
     scheduled_for: parseScheduledFor(input.scheduledFor),
-    content_id: null,
-    fanout_last_id: null,
-    fanout_done: 0,
-    total_recipients: 0,
-    sent_at: null,
-    completed_at: null,
-    cancelled_at: null,
-    created_at: now,
-    updated_at: now,
+    ...freshSendState(now),
   };
   await validateRow(ctx, row, true);
   await q.insertCampaign(ctx.db, row);
@@ -200,15 +181,7 @@ export async function duplicateCampaign(ctx: AppContext, projectId: string, id: 
     name: `${src.name} (copy)`.slice(0, 200),
     status: "DRAFT",
     scheduled_for: null,
-    content_id: null,
-    fanout_last_id: null,
-    fanout_done: 0,
-    total_recipients: 0,
-    sent_at: null,
-    completed_at: null,
-    cancelled_at: null,
-    created_at: now,
-    updated_at: now,
+    ...freshSendState(now),
   };
   await q.insertCampaign(ctx.db, row);
   return row;
@@ -289,6 +262,21 @@ export async function sendCampaign(ctx: AppContext, projectId: string, id: strin
 }
 
 /** How many contacts the campaign's audience holds now (what a send charges against the cap). */
+/** The send bookkeeping of a campaign that has never been sent (a new one, or a duplicate). */
+function freshSendState(now: number) {
+  return {
+    content_id: null,
+    fanout_last_id: null,
+    fanout_done: 0,
+    total_recipients: 0,
+    sent_at: null,
+    completed_at: null,
+    cancelled_at: null,
+    created_at: now,
+    updated_at: now,
+  };
+}
+
 export async function countRecipients(ctx: AppContext, c: CampaignRow): Promise<number> {
   return q.countAudience(ctx.db, c.project_id, await audienceWhere(ctx, c, ctx.clock.now()));
 }

@@ -4,7 +4,8 @@ const NoLineBreaks = "^[^\\r\\n]*$";
 const Email = t.String({ format: "email", maxLength: 254 });
 export const TemplateTypeSchema = t.Union([t.Literal("TRANSACTIONAL"), t.Literal("MARKETING"), t.Literal("HEADLESS")]);
 
-const fields = {
+/** The message fields a template and a campaign share (campaigns/schemas.ts spreads them). */
+export const messageFields = {
   name: t.String({ minLength: 1, maxLength: 200 }),
   description: t.Nullable(t.String({ maxLength: 2000 })),
   subject: t.String({ minLength: 1, maxLength: 998, pattern: NoLineBreaks }),
@@ -16,26 +17,26 @@ const fields = {
 };
 
 export const CreateTemplate = t.Object({
-  name: fields.name,
-  description: t.Optional(fields.description),
-  subject: fields.subject,
-  body: fields.body,
+  name: messageFields.name,
+  description: t.Optional(messageFields.description),
+  subject: messageFields.subject,
+  body: messageFields.body,
   // Required, but a missing `from` is the spec's bare 400 (checked before validation in routes.ts).
-  from: fields.from,
-  fromName: t.Optional(fields.fromName),
-  replyTo: t.Optional(fields.replyTo),
-  type: t.Optional(fields.type),
+  from: messageFields.from,
+  fromName: t.Optional(messageFields.fromName),
+  replyTo: t.Optional(messageFields.replyTo),
+  type: t.Optional(messageFields.type),
 });
 
 export const UpdateTemplate = t.Object({
-  name: t.Optional(fields.name),
-  description: t.Optional(fields.description),
-  subject: t.Optional(fields.subject),
-  body: t.Optional(fields.body),
-  from: t.Optional(fields.from),
-  fromName: t.Optional(fields.fromName),
-  replyTo: t.Optional(fields.replyTo),
-  type: t.Optional(fields.type),
+  name: t.Optional(messageFields.name),
+  description: t.Optional(messageFields.description),
+  subject: t.Optional(messageFields.subject),
+  body: t.Optional(messageFields.body),
+  from: t.Optional(messageFields.from),
+  fromName: t.Optional(messageFields.fromName),
+  replyTo: t.Optional(messageFields.replyTo),
+  type: t.Optional(messageFields.type),
 });
 
 export const ListQuery = t.Object({
