@@ -35,3 +35,12 @@ export const BOUNCE_LABEL = "bounces";
 export function bounceDomainFor(domain: string): string {
   return `${BOUNCE_LABEL}.${domain.toLowerCase()}`;
 }
+
+/** "Name <addr@domain>" or "addr@domain". */
+export function parseMailbox(value: string): { name: string | null; email: string } | null {
+  const m = /^\s*(?:"?([^"<]*?)"?\s*)?<([^>]+)>\s*$/.exec(value);
+  const email = (m ? m[2]! : value).trim();
+  if (!isValidEmail(email)) return null;
+  const name = m?.[1]?.trim() || null;
+  return { name, email: email.toLowerCase() };
+}

@@ -1,58 +1,52 @@
-// Hard bounces during delivery (a 5xx from the recipient's MX or the relay, a null MX, a domain
-// that does not exist): the email ends BOUNCED, the address is suppressed in the project, the
-// contact is unsubscribed and `email.bounce` is recorded, all in one transaction.
-import { sql } from "kysely";
+// Hard bounces, however they arrive: a 5xx during delivery (the outbox) or a permanent failure
+// reported later by a DSN or an SES notification (the feedback loop). Each caller moves the email
+// to BOUNCED under its own condition (the outbox only from SENDING; a report from anything but
+// BOUNCED or COMPLAINED); what a bounce does to the audience is here, once, in the caller's
+// transaction: the address is suppressed in the project, `email.bounce` is recorded on the
+// contact, and the contact is unsubscribed. After the commit, afterHardBounces announces the events
+// and re-checks the projects' sending reputation.
+import type { Kysely, Transaction } from "kysely";
 import type { AppContext } from "../context";
-import { notifyEvents, recordEvent, setSubscribed, type RecordedEvent } from "./deps";
+import type { DB } from "../db";
+import { setSubscribed } from "../audience/contacts";
+import { notifyEvents, recordEvent, type RecordedEvent } from "../audience/events";
+import type { EventRow } from "./next-state";
 import { checkReputationSoon } from "./reputation";
-import type { EventRow } from "./outbox-store";
+import { suppress } from "./suppressions";
 
-export interface BounceWrite {
-  id: string;
-  projectId: string | null;
+export interface HardBounce {
+  emailId: string;
+  projectId: string;
   contactId: string | null;
   email: string;
-  reply: string;
-  host: string | null;
+  /** The remote reply or the report's diagnostic (kept on the suppression). */
+  detail: string | null;
+  now: number;
 }
 
-export async function recordBounces(ctx: AppContext, now: number, items: { bounce: BounceWrite; events: EventRow[] }[]): Promise<void> {
+/** The audience side of a hard bounce; `events` (email.bounce and whatever the caller records with it) are recorded too. */
+export async function applyHardBounce(trx: Kysely<DB> | Transaction<DB>, ctx: AppContext, b: HardBounce, events: EventRow[]): Promise<RecordedEvent[]> {
+  await suppress(trx, { projectId: b.projectId, email: b.email, reason: "bounce", detail: b.detail, emailId: b.emailId, now: b.now });
   const recorded: RecordedEvent[] = [];
-  await ctx.db.transaction().execute(async (trx) => {
-    for (const { bounce: b, events } of items) {
-      const r = await trx
-        .updateTable("emails")
-        .set({
-          status: "BOUNCED",
-          attempts: sql`attempts + 1`,
-          sent_at: sql`COALESCE(sent_at, ${now})`,
-          bounced_at: now,
-          last_reply: b.reply,
-          mx_host: sql`COALESCE(${b.host}, mx_host)`,
-          lease_until: null,
-          next_attempt_at: null,
-          updated_at: now,
-        })
-        .where("id", "=", b.id)
-        .where("status", "=", "SENDING")
-        .executeTakeFirst();
-      if (!Number(r.numUpdatedRows)) continue;
-      if (!b.projectId) continue; // a SYSTEM email: no project, no contact
-      await trx
-        .insertInto("suppressions")
-        .values({ project_id: b.projectId, email: b.email, reason: "bounce", detail: b.reply, email_id: b.id, created_at: now })
-        .onConflict((oc) => oc.columns(["project_id", "email"]).doNothing())
-        .execute();
-      for (const ev of events) {
-        const eventId = await recordEvent(trx, ctx, { projectId: ev.projectId, contactId: ev.contactId, name: ev.name, data: ev.data, emailId: ev.emailId });
-        recorded.push({ projectId: ev.projectId, contactId: ev.contactId, eventId, name: ev.name, data: ev.data });
-      }
-      if (b.contactId) {
-        const r = await setSubscribed(trx, ctx, { projectId: b.projectId, contactId: b.contactId, subscribed: false, source: "bounce", emailId: b.id });
-        if (r) recorded.push(...r.events);
-      }
-    }
-  });
+  for (const ev of events) {
+    const eventId = await recordEvent(trx, ctx, { projectId: ev.projectId, contactId: ev.contactId, name: ev.name, data: ev.data, emailId: ev.emailId });
+    recorded.push({ projectId: ev.projectId, contactId: ev.contactId, eventId, name: ev.name, data: ev.data });
+  }
+  if (b.contactId) {
+    const r = await setSubscribed(trx, ctx, { projectId: b.projectId, contactId: b.contactId, subscribed: false, source: "bounce", emailId: b.emailId });
+    if (r) recorded.push(...r.events);
+  }
+  return recorded;
+}
+
+/** After the bounces' transaction committed: their events reach the feed, their projects' reputation is checked. */
+export async function afterHardBounces(ctx: AppContext, recorded: RecordedEvent[], projectIds: Iterable<string>): Promise<void> {
   await notifyEvents(ctx, recorded);
-  for (const projectId of new Set(items.map((i) => i.bounce.projectId))) if (projectId) await checkReputationSoon(ctx, projectId);
+  for (const projectId of new Set(projectIds)) {
+    try {
+      await checkReputationSoon(ctx, projectId);
+    } catch (err) {
+      ctx.log.error("reputation check failed", { projectId, error: String((err as Error)?.message ?? err) });
+    }
+  }
 }

@@ -4,37 +4,13 @@ import { fullGC } from "bun:jsc";
 import { buildPlanned } from "./build";
 import { Batcher, replyOf, type BuildJob, type BuildReply, type FromWorker, type ToWorker } from "./builder";
 import { releaseBuffer } from "./buffers";
-import type { ContentRow } from "./outbox-store";
+import { ContentCache } from "./content-cache";
 import { Signer } from "./signer";
 import { LinkKeys } from "./tracked-links";
 
 declare const self: Worker;
 
-const MAX_CONTENT_BYTES = 4 * 1024 * 1024;
-const contents = new Map<string, { row: ContentRow; size: number }>();
-let contentBytes = 0;
-
-function remember(row: ContentRow) {
-  const old = contents.get(row.id);
-  if (old) contentBytes -= old.size;
-  const size = row.html.length + row.subject.length + (row.text?.length ?? 0) + (row.attachments?.length ?? 0) + (row.headers?.length ?? 0);
-  contents.delete(row.id);
-  contents.set(row.id, { row, size });
-  contentBytes += size;
-  for (const [id, e] of contents) {
-    if (contentBytes <= MAX_CONTENT_BYTES || contents.size <= 1) break;
-    contents.delete(id);
-    contentBytes -= e.size;
-  }
-}
-
-function lookup(id: string): ContentRow | undefined {
-  const e = contents.get(id);
-  if (!e) return undefined;
-  contents.delete(id);
-  contents.set(id, e);
-  return e.row;
-}
+const contents = new ContentCache(4 * 1024 * 1024);
 
 /**
  * Every message leaves ~60 KB of dead strings (rendered and decorated bodies). Left to its own
@@ -57,8 +33,8 @@ const replies = new Batcher<BuildReply>((batch) => {
 });
 
 async function build(job: BuildJob) {
-  if (job.content) remember(job.content);
-  const content = lookup(job.plan.contentId);
+  if (job.content) contents.set(job.content);
+  const content = contents.get(job.plan.contentId);
   if (!content) return replies.push({ seq: job.seq, ok: false, needContent: true });
   try {
     if (!links) throw new Error("build worker not initialised");

@@ -9,7 +9,9 @@ import type { DB } from "../db";
 import type { EmailContentsTable, EmailSourceType, EmailStatus, EmailsTable } from "../db/tables/delivery";
 import type { AttachmentInput } from "./compose";
 import { messageIdFor } from "./build";
-import { insertEventRaw, newEventId, type RecordedEvent } from "./deps";
+import { SUPPRESSED_REPLY } from "./suppressions";
+import { newEventId, type RecordedEvent } from "../audience/events";
+import { insertEventRaw } from "../audience/raw";
 
 type Db = Kysely<DB> | Transaction<DB>;
 
@@ -50,8 +52,6 @@ export interface NewEmail {
   /** Outbox claim priority: 0 (default) before 1 (campaign mail). */
   priority?: number;
 }
-
-export const SUPPRESSED_REPLY = "address is suppressed (earlier hard bounce or complaint)";
 
 function contentRow(id: string, now: number, c: NewContent): Insertable<EmailContentsTable> & { type: string } {
   return {
@@ -140,13 +140,6 @@ export async function insertEmails(db: Db, now: number, hostname: string, rows: 
   return values.map((v) => v.id!);
 }
 
-/** The addresses among `emails` (lower-case) that are suppressed in the project. */
-export async function suppressedAddresses(db: Db, projectId: string, emails: string[]): Promise<Set<string>> {
-  if (!emails.length) return new Set();
-  const rows = await db.selectFrom("suppressions").select("email").where("project_id", "=", projectId).where("email", "in", emails).execute();
-  return new Set(rows.map((r) => r.email));
-}
-
 // ---- raw flavour (inside ctx.store.exclusive, within one sqlite transaction) --------------------
 
 const CONTENT_COLUMNS = ["id", "project_id", "subject", "html", "text", "from_email", "from_name", "reply_to", "type", "headers", "attachments", "created_at"] as const;
@@ -190,8 +183,4 @@ export function insertEmailRaw(sqlite: Database, now: number, hostname: string, 
     recorded?.push({ ...ev, eventId });
   }
   return id;
-}
-
-export function isSuppressedRaw(sqlite: Database, projectId: string, email: string): boolean {
-  return !!sqlite.query("SELECT 1 FROM suppressions WHERE project_id = ? AND email = ?").get(projectId, email);
 }

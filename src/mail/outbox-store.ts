@@ -1,10 +1,18 @@
-// SQL of the outbox. The hot path (claim, outcomes) runs as raw prepared statements inside
+// The outbox's store: every read and write of the delivery loop, behind one narrow interface
+// (OutboxStore). The hot statements (claim, outcomes) run as raw prepared statements inside
 // ctx.store.exclusive: thousands of rows a second through Kysely would cost a large share of the
-// main thread. Everything is scoped by email id; ids come from rows this process claimed.
+// main thread (scripts/bench/send.ts). Everything is scoped by email id; ids come from rows this
+// process claimed.
 import type { Database } from "bun:sqlite";
 import type { Selectable } from "kysely";
+import type { AppContext } from "../context";
 import type { EmailContentsTable, EmailsTable } from "../db/tables/delivery";
-import { insertEventRaw, type RecordedEvent } from "./deps";
+import type { RecordedEvent } from "../audience/events";
+import { insertEventRaw } from "../audience/raw";
+import { applyHardBounce } from "./bounces";
+import type { AttemptRow, EventRow, NextState } from "./next-state";
+import { suppressedAmongRaw } from "./suppressions";
+import { storeLinks, type FreshLinks } from "./tracked-links";
 
 /** The columns of an email the outbox claims (CLAIMED_COLUMNS). */
 export type ClaimedEmail = Pick<
@@ -14,24 +22,83 @@ export type ClaimedEmail = Pick<
 
 export type ContentRow = Omit<Selectable<EmailContentsTable>, "created_at" | "no_tracking"> & { no_tracking?: number };
 
+export type { EventRow };
+
+/** What the outbox reads and writes, and nothing else. */
+export interface OutboxStore {
+  /**
+   * Claims due emails: candidates in due order (transactional before campaign mail), `choose` picks
+   * among them (per-project fairness and rates), the chosen move to SENDING with a lease, in one transaction.
+   */
+  claim(now: number, leaseUntil: number, candidates: number, choose: (rows: Candidate[]) => string[]): Promise<ClaimedEmail[]>;
+  /** Puts SENDING rows back in the queue (restart, shutdown, lost leases). Returns how many moved. */
+  requeue(now: number, ids: string[] | "all-sending"): Promise<number>;
+  /** SENDING rows whose lease ran out. */
+  expiredLeases(now: number): Promise<string[]>;
+  loadContents(ids: string[]): Promise<ContentRow[]>;
+  /** The addresses among `emails` suppressed in the project. */
+  suppressedAmong(projectId: string, emails: string[]): Promise<Set<string>>;
+  /** The tracking mode of each project (once per claimed batch, instead of a query per message). */
+  trackingModes(projectIds: string[]): Promise<Map<string, string>>;
+  /** The project whose VERIFIED domain `domain` signs the server's own account emails, if any. */
+  systemSigningProject(domain: string): Promise<string | null>;
+  /** Stores click-tracked links a builder reported (before a message carrying them may leave). */
+  storeLinks(projectId: string, links: FreshLinks): Promise<void>;
+  /**
+   * Records a batch of outcomes with their contact events in one transaction; a hard bounce also
+   * suppresses the address and unsubscribes the contact (bounces.ts). Only rows still SENDING change
+   * (a row cancelled or handled elsewhere meanwhile is left alone). Returns the recorded events.
+   */
+  recordOutcomes(now: number, outcomes: Settled[]): Promise<RecordedEvent[]>;
+}
+
+export interface Candidate {
+  id: string;
+  project_id: string | null;
+}
+
+export function outboxStore(ctx: AppContext): OutboxStore {
+  const exclusive = <T>(fn: (sqlite: Database) => T) => ctx.store.exclusive(fn);
+  return {
+    claim: (now, leaseUntil, candidates, choose) => exclusive((sqlite) => claimDue(sqlite, now, leaseUntil, candidates, choose)),
+    requeue: (now, ids) => exclusive((sqlite) => requeue(sqlite, now, ids)),
+    expiredLeases: (now) => exclusive((sqlite) => expiredLeases(sqlite, now)),
+    loadContents: (ids) => exclusive((sqlite) => loadContents(sqlite, ids)),
+    suppressedAmong: (projectId, emails) => exclusive((sqlite) => suppressedAmongRaw(sqlite, projectId, emails)),
+    trackingModes: (projectIds) => exclusive((sqlite) => trackingModes(sqlite, projectIds)),
+    systemSigningProject: (domain) => exclusive((sqlite) => systemSigningProject(sqlite, domain)),
+    storeLinks: (projectId, links) => storeLinks(ctx, projectId, links),
+    async recordOutcomes(now, outcomes) {
+      if (!outcomes.some((o) => o.state.bounce)) return exclusive((sqlite) => writeOutcomes(sqlite, now, outcomes).recorded);
+      // A bounce's audience side is Kysely (suppressions, contacts): the whole batch commits in one
+      // Kysely transaction, the raw outcome statements running on its connection.
+      return ctx.db.transaction().execute(async (trx) => {
+        const { recorded, bounced } = writeOutcomes(ctx.store.sqlite, now, outcomes);
+        for (const { row, state } of bounced) {
+          if (!row.project_id) continue; // an account email: no project, no audience
+          const b = { emailId: row.id, projectId: row.project_id, contactId: row.contact_id, email: row.to_email, detail: state.reply, now };
+          recorded.push(...(await applyHardBounce(trx, ctx, b, state.events)));
+        }
+        return recorded;
+      });
+    },
+  };
+}
+
+/** An outcome to record: the claimed row and its next state (next-state.ts). */
+export interface Settled {
+  row: AttemptRow;
+  state: NextState;
+}
+
 const CLAIMED_COLUMNS =
   "id, project_id, content_id, contact_id, to_email, to_name, vars, source_type, campaign_id, template_id, message_id, attempts, sent_at";
 
-/**
- * Claims due emails: picks candidates in due order, lets `choose` apply per-project fairness and
- * rates, and moves the chosen ones to SENDING with a lease, in one transaction.
- */
-export function claimDue(
-  sqlite: Database,
-  now: number,
-  leaseUntil: number,
-  candidates: number,
-  choose: (rows: { id: string; project_id: string | null }[]) => string[],
-): ClaimedEmail[] {
+function claimDue(sqlite: Database, now: number, leaseUntil: number, candidates: number, choose: (rows: Candidate[]) => string[]): ClaimedEmail[] {
   return sqlite.transaction(() => {
     // Priority 0 (transactional, workflow, system) before 1 (campaigns): a password reset never
     // waits behind a newsletter. Each is a range seek on emails_due_priority.
-    const due = sqlite.query<{ id: string; project_id: string | null }, [number, number, number]>(
+    const due = sqlite.query<Candidate, [number, number, number]>(
       "SELECT id, project_id FROM emails WHERE status IN ('PENDING', 'DEFERRED') AND priority = ? AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?",
     );
     const rows = due.all(0, now, candidates);
@@ -49,8 +116,7 @@ export function claimDue(
   })();
 }
 
-/** Puts rows back in the queue (restart, shutdown, lost leases). Returns how many moved. */
-export function requeue(sqlite: Database, now: number, ids: string[] | "all-sending"): number {
+function requeue(sqlite: Database, now: number, ids: string[] | "all-sending"): number {
   const set = `status = CASE WHEN attempts > 0 THEN 'DEFERRED' ELSE 'PENDING' END, lease_until = NULL,
                next_attempt_at = COALESCE(next_attempt_at, ?), updated_at = ?`;
   if (ids === "all-sending") return sqlite.query(`UPDATE emails SET ${set} WHERE status = 'SENDING'`).run(now, now).changes;
@@ -60,15 +126,14 @@ export function requeue(sqlite: Database, now: number, ids: string[] | "all-send
     .run(now, now, JSON.stringify(ids)).changes;
 }
 
-/** SENDING rows whose lease ran out. */
-export function expiredLeases(sqlite: Database, now: number): string[] {
+function expiredLeases(sqlite: Database, now: number): string[] {
   return sqlite
     .query<{ id: string }, [number]>("SELECT id FROM emails WHERE status = 'SENDING' AND lease_until < ? LIMIT 1000")
     .all(now)
     .map((r) => r.id);
 }
 
-export function loadContents(sqlite: Database, ids: string[]): ContentRow[] {
+function loadContents(sqlite: Database, ids: string[]): ContentRow[] {
   return sqlite
     .query<ContentRow, [string]>(
       `SELECT id, project_id, subject, html, text, from_email, from_name, reply_to, type, headers, attachments, no_tracking
@@ -77,58 +142,29 @@ export function loadContents(sqlite: Database, ids: string[]): ContentRow[] {
     .all(JSON.stringify(ids));
 }
 
-/** The addresses among `emails` that are suppressed in the project. */
-export function suppressedAmong(sqlite: Database, projectId: string, emails: string[]): Set<string> {
-  const rows = sqlite
-    .query<{ email: string }, [string, string]>(
-      "SELECT email FROM suppressions WHERE project_id = ? AND email IN (SELECT value FROM json_each(?))",
-    )
-    .all(projectId, JSON.stringify(emails));
-  return new Set(rows.map((r) => r.email));
-}
-
-/** The tracking mode of each project (once per claimed batch, instead of a query per message). */
-export function trackingModes(sqlite: Database, projectIds: string[]): Map<string, string> {
+function trackingModes(sqlite: Database, projectIds: string[]): Map<string, string> {
+  if (!projectIds.length) return new Map();
   const rows = sqlite
     .query<{ id: string; tracking: string }, [string]>("SELECT id, tracking FROM projects WHERE id IN (SELECT value FROM json_each(?))")
     .all(JSON.stringify(projectIds));
   return new Map(rows.map((r) => [r.id, r.tracking]));
 }
 
-/** The project whose VERIFIED domain `domain` signs the server's own account emails (SYSTEM source), if any. */
-export function systemSigningProject(sqlite: Database, domain: string): string | null {
-  try {
-    const row = sqlite
-      .query<{ project_id: string }, [string]>("SELECT project_id FROM domains WHERE domain = ? AND status = 'VERIFIED' ORDER BY created_at LIMIT 1")
-      .get(domain);
-    return row?.project_id ?? null;
-  } catch {
-    return null; // no domains table (yet)
-  }
+function systemSigningProject(sqlite: Database, domain: string): string | null {
+  const row = sqlite
+    .query<{ project_id: string }, [string]>("SELECT project_id FROM domains WHERE domain = ? AND status = 'VERIFIED' ORDER BY created_at LIMIT 1")
+    .get(domain);
+  return row?.project_id ?? null;
 }
 
 // ---- outcomes ---------------------------------------------------------------------------------
 
-/** A contact event of an outcome (email.sent, email.delivery, email.bounce). */
-export interface EventRow {
-  projectId: string;
-  contactId: string;
-  name: string;
-  data: Record<string, unknown>;
-  emailId: string;
-}
-
-export type OutcomeWrite =
-  | { kind: "DELIVERED" | "SENT"; id: string; reply: string; host: string | null }
-  | { kind: "DEFERRED"; id: string; reply: string; host: string | null; nextAttemptAt: number }
-  | { kind: "FAILED"; id: string; reply: string; host: string | null }
-  | { kind: "SUPPRESSED"; id: string; reply: string };
-
 /**
- * Writes a batch of non-bounce outcomes and their contact events in one transaction.
- * Only rows still SENDING change (a row cancelled or handled elsewhere meanwhile is left alone).
+ * Writes a batch of outcomes in one (raw) transaction; inside a caller's transaction it becomes a
+ * savepoint. Contact events of every outcome but a bounce are inserted here; the bounces that moved
+ * (their row was still SENDING) are returned for their audience side (bounces.ts).
  */
-export function writeOutcomes(sqlite: Database, now: number, outcomes: OutcomeWrite[], events: EventRow[]): RecordedEvent[] {
+function writeOutcomes(sqlite: Database, now: number, outcomes: Settled[]): { recorded: RecordedEvent[]; bounced: Settled[] } {
   const delivered = sqlite.query(
     // An open or click recorded while the row was SENDING (a scanner faster than our commit) keeps its status.
     `UPDATE emails SET status = CASE WHEN clicked_at IS NOT NULL THEN 'CLICKED' WHEN opened_at IS NOT NULL THEN 'OPENED' ELSE ? END,
@@ -147,33 +183,43 @@ export function writeOutcomes(sqlite: Database, now: number, outcomes: OutcomeWr
        last_reply = ?, mx_host = COALESCE(?, mx_host), lease_until = NULL, next_attempt_at = NULL, updated_at = ?
      WHERE id = ? AND status = 'SENDING'`,
   );
+  const bouncedQ = sqlite.query(
+    `UPDATE emails SET status = 'BOUNCED', attempts = attempts + 1, sent_at = COALESCE(sent_at, ?), bounced_at = ?,
+       last_reply = ?, mx_host = COALESCE(?, mx_host), lease_until = NULL, next_attempt_at = NULL, updated_at = ?
+     WHERE id = ? AND status = 'SENDING'`,
+  );
   const suppressedQ = sqlite.query(
     `UPDATE emails SET status = 'SUPPRESSED', last_reply = ?, lease_until = NULL, next_attempt_at = NULL, updated_at = ?
      WHERE id = ? AND status = 'SENDING'`,
   );
   const recorded: RecordedEvent[] = [];
+  const bounced: Settled[] = [];
   sqlite.transaction(() => {
     for (const o of outcomes) {
-      switch (o.kind) {
+      const s = o.state;
+      switch (s.status) {
         case "DELIVERED":
         case "SENT":
-          delivered.run(o.kind, now, o.kind, now, o.reply, o.host, now, o.id);
+          delivered.run(s.status, now, s.status, now, s.reply, s.host, now, s.id);
           break;
         case "DEFERRED":
-          deferredQ.run(now, o.reply, o.host, o.nextAttemptAt, now, o.id);
+          deferredQ.run(now, s.reply, s.host, s.nextAttemptAt ?? now, now, s.id);
           break;
         case "FAILED":
-          failedQ.run(now, now, o.reply, o.host, now, o.id);
+          failedQ.run(now, now, s.reply, s.host, now, s.id);
           break;
+        case "BOUNCED":
+          if (bouncedQ.run(now, now, s.reply, s.host, now, s.id).changes) bounced.push(o);
+          continue; // its events are recorded with its audience side
         case "SUPPRESSED":
-          suppressedQ.run(o.reply, now, o.id);
+          suppressedQ.run(s.reply, now, s.id);
           break;
       }
-    }
-    for (const e of events) {
-      const eventId = insertEventRaw(sqlite, now, e);
-      recorded.push({ projectId: e.projectId, contactId: e.contactId, eventId, name: e.name, data: e.data });
+      for (const e of s.events) {
+        const eventId = insertEventRaw(sqlite, now, e);
+        recorded.push({ projectId: e.projectId, contactId: e.contactId, eventId, name: e.name, data: e.data });
+      }
     }
   })();
-  return recorded;
+  return { recorded, bounced };
 }

@@ -1,36 +1,36 @@
-// The outbox loop. Email rows are the queue: due PENDING/DEFERRED rows are claimed with a lease
-// (SENDING), built and signed, handed to the dispatcher (grouped per destination), and each
-// outcome is committed before that connection carries its next message. Outcomes are group-
-// committed: one transaction per batch of outcomes that arrived together.
+// The outbox: email rows are the queue, and this loop delivers them. One round claims due rows
+// with a lease (SENDING) and hands them to the pipeline, where each email goes through named steps:
+//
+//   claim -> guard -> plan -> build -> send -> settle
+//
+// guard stops an email that must not be attempted (suppressed address, missing content); plan
+// gathers what needs the database or secrets (plan.ts); build renders and signs (build.ts, in the
+// build worker); send hands the bytes to the dispatcher (pool.ts, connections grouped per
+// destination); settle turns the result into the row's next state (next-state.ts, pure) and
+// records it by group commit, before that connection carries its next message. The database is
+// reached only through the outbox store (outbox-store.ts).
 import type { Resolver } from "node:dns/promises";
 import type { AppContext } from "../context";
+import { notifyEvents } from "../audience/events";
+import { afterHardBounces } from "./bounces";
 import { domainOf } from "./address";
+import type { BuiltMessage } from "./build";
 import { InlineBuilder, WorkerBuilder, type MessageBuilder } from "./builder";
-import { envelopeFromFor, planMessage, SigningKeys } from "./plan";
+import { ContentCache } from "./content-cache";
 import { createResolver } from "./dns";
-import { recordBounces, type BounceWrite } from "./bounces";
-import { notifyEvents } from "./deps";
-import { RouteCache } from "./mx";
-import {
-  claimDue,
-  expiredLeases,
-  loadContents,
-  requeue,
-  suppressedAmong,
-  trackingModes,
-  writeOutcomes,
-  type ClaimedEmail,
-  type ContentRow,
-  type EventRow,
-  type OutcomeWrite,
-} from "./outbox-store";
+import { GroupCommit } from "./group-commit";
 import { createMtaSts } from "./mta-sts";
+import { RouteCache } from "./mx";
+import { attemptLabel, nextState, type AttemptResult } from "./next-state";
+import { outboxStore, type ClaimedEmail, type ContentRow, type OutboxStore, type Settled } from "./outbox-store";
+import { envelopeFromFor, planMessage, SigningKeys } from "./plan";
 import { Dispatcher, parseRelayUrl, type DeliveryInfo } from "./pool";
+import { chooseFairly, ProjectBuckets } from "./send-rate";
 import { sharedSigner } from "./signer";
-import { secretOf } from "./tokens";
-import { storeLinks, type FreshLinks } from "./tracked-links";
-import type { DeliveryResult } from "./smtp-result";
 import type { SmtpTimeouts } from "./smtp-client";
+import { SUPPRESSED_REPLY } from "./suppressions";
+import { secretOf } from "./tokens";
+import type { FreshLinks } from "./tracked-links";
 
 export interface OutboxOptions {
   /** Rows claimed per round. */
@@ -65,86 +65,55 @@ export const DEFAULT_OUTBOX_OPTIONS: OutboxOptions = {
   buildInWorker: true,
 };
 
-/** Token bucket per project. */
-class ProjectBuckets {
-  private buckets = new Map<string, { tokens: number; at: number }>();
-  constructor(private readonly rate: number) {}
-  available(project: string, now: number): number {
-    const b = this.buckets.get(project);
-    if (!b) return this.rate;
-    return Math.min(this.rate, b.tokens + ((now - b.at) * this.rate) / 1000);
-  }
-  take(project: string, n: number, now: number) {
-    this.buckets.set(project, { tokens: this.available(project, now) - n, at: now });
-    if (this.buckets.size > 10_000) this.buckets.clear();
-  }
-}
-
-/** Email contents by id, bounded by size (contents with attachments can be megabytes). */
-class ContentCache {
-  private map = new Map<string, { row: ContentRow; size: number }>();
-  private size = 0;
-  // Small: the main thread only plans with a content and sends it to the build worker once.
-  constructor(private readonly maxBytes = 2 * 1024 * 1024) {}
-  get(id: string): ContentRow | undefined {
-    const e = this.map.get(id);
-    if (!e) return undefined;
-    this.map.delete(id);
-    this.map.set(id, e);
-    return e.row;
-  }
-  set(row: ContentRow) {
-    const size = row.html.length + row.subject.length + (row.text?.length ?? 0) + (row.attachments?.length ?? 0) + (row.headers?.length ?? 0);
-    if (this.map.has(row.id)) return;
-    this.map.set(row.id, { row, size });
-    this.size += size;
-    for (const [k, v] of this.map) {
-      if (this.size <= this.maxBytes || this.map.size <= 1) break;
-      this.map.delete(k);
-      this.size -= v.size;
-    }
-  }
-}
-
-interface PendingOutcome {
-  /** The email's campaign: told to ctx.hooks.campaignOutcomes once this outcome is committed. */
-  campaignId?: string | null;
-  write?: OutcomeWrite;
-  bounce?: BounceWrite;
-  events: EventRow[];
-  resolve: () => void;
-  reject: (e: unknown) => void;
-}
-
 const yieldToEventLoop = () => new Promise<void>((r) => setImmediate(r));
 
-/** The contact event of an outcome decided without an attempt (suppressed, content missing). */
-function outcomeEvent(row: ClaimedEmail, name: string, extra: Record<string, unknown>): EventRow[] {
-  if (!row.project_id || !row.contact_id) return [];
-  return [{ projectId: row.project_id, contactId: row.contact_id, name, emailId: row.id, data: { emailId: row.id, to: row.to_email, ...extra } }];
+/** What a claimed batch needs, looked up once for all its rows. */
+interface BatchLookups {
+  contents: (id: string) => ContentRow | undefined;
+  /** `projectId|address` of the suppressed recipients. */
+  suppressed: Set<string>;
+  trackingModes: Map<string, string>;
 }
+
+/** A guard stops an email before any attempt, with the outcome it gets instead. */
+type Guard = (row: ClaimedEmail, batch: BatchLookups) => AttemptResult | null;
+
+const GUARDS: { name: string; check: Guard }[] = [
+  {
+    name: "suppressed address",
+    check: (row, b) => (row.project_id && b.suppressed.has(`${row.project_id}|${row.to_email}`) ? { kind: "suppressed", reply: SUPPRESSED_REPLY } : null),
+  },
+  {
+    name: "content present",
+    check: (row, b) => (b.contents(row.content_id) ? null : { kind: "unsendable", reply: "local error: email content missing" }),
+  },
+];
 
 export class Outbox {
   readonly opts: OutboxOptions;
+  private readonly store: OutboxStore;
+  /** Claimed rows not yet settled, by id. */
   private readonly inflight = new Map<string, ClaimedEmail>();
-  private readonly contents = new ContentCache();
+  private readonly contents = new ContentCache(2 * 1024 * 1024);
   private readonly buckets: ProjectBuckets;
   private readonly keys: SigningKeys;
-  private builderInstance: MessageBuilder | null = null;
-  /** Settles when every click-tracked link reported so far is stored (see storeLinksFirst). */
-  private linksStored: Promise<void> = Promise.resolve();
   private readonly dispatcher: Dispatcher;
   private readonly relay: boolean;
   private readonly resolver: Resolver;
-  private timer: ReturnType<typeof setTimeout> | null = null;
+  private readonly commits: GroupCommit<Settled>;
+  private builderInstance: MessageBuilder | null = null;
+  /** Settles when every click-tracked link reported so far is stored (see storeLinksFirst). */
+  private linksStored: Promise<void> = Promise.resolve();
   private stopped = true;
-  private ticking: Promise<void> | null = null;
-  private more = false;
-  private lastSweep = 0;
-  private pending: PendingOutcome[] = [];
-  private flushing: Promise<void> | null = null;
-  private flushTimer: ReturnType<typeof setTimeout> | null = null;
-  private processing = new Set<Promise<void>>();
+  /** The next round's timer. */
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  /** The round running now, if any (rounds never overlap). */
+  private round: Promise<void> | null = null;
+  /** Start another round as soon as this one ends (a full claim, a rate limit, a wake-up meanwhile). */
+  private claimAgain = false;
+  private lastLeaseSweep = 0;
+  /** The pipelines of claimed batches still running (stop() waits for them). */
+  private readonly batches = new Set<Promise<void>>();
 
   constructor(
     private readonly ctx: AppContext,
@@ -152,8 +121,9 @@ export class Outbox {
   ) {
     // MAILSVC_SEND_RATE (IP warm-up) replaces the default per-project rate; explicit options win.
     this.opts = { ...DEFAULT_OUTBOX_OPTIONS, ...(ctx.config.sendRate ? { projectRatePerSecond: ctx.config.sendRate } : {}), ...opts };
+    this.store = outboxStore(ctx);
     this.buckets = new ProjectBuckets(this.opts.projectRatePerSecond);
-    this.keys = new SigningKeys(ctx);
+    this.keys = new SigningKeys(ctx, (domain) => this.store.systemSigningProject(domain));
     this.resolver = createResolver(ctx.config);
     const relay = ctx.config.smtpRelay ? parseRelayUrl(ctx.config.smtpRelay) : null;
     this.relay = !!relay;
@@ -169,11 +139,18 @@ export class Outbox {
       maxMessagesPerConnection: this.opts.maxMessagesPerConnection,
       timeouts: this.opts.timeouts,
     });
+    this.commits = new GroupCommit<Settled>(
+      (items) => this.record(items),
+      this.opts.groupCommitMs,
+      // While any message is on the wire another outcome may come; otherwise every connection waits for this commit.
+      () => this.dispatcher.onWire > 0,
+      (count, e) => this.ctx.log.error("outbox: recording outcomes failed", { count, error: String(e) }),
+    );
   }
 
   /** Requeues rows a dead process left in SENDING, then starts the loop. */
   async start(): Promise<void> {
-    const n = await this.ctx.store.exclusive((sqlite) => requeue(sqlite, this.ctx.clock.now(), "all-sending"));
+    const n = await this.store.requeue(this.ctx.clock.now(), "all-sending");
     if (n) this.ctx.log.info("outbox: requeued emails left in SENDING by the previous run", { count: n });
     this.stopped = false;
     this.schedule(0);
@@ -195,17 +172,20 @@ export class Outbox {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    await this.ticking;
-    await Promise.allSettled([...this.processing]);
+    await this.round;
+    await Promise.allSettled([...this.batches]);
     await this.dispatcher.close();
     await this.builderInstance?.close();
     this.builderInstance = null;
-    await this.flush();
+    await this.commits.flush();
     const left = [...this.inflight.keys()];
     this.inflight.clear();
-    if (left.length) await this.ctx.store.exclusive((sqlite) => requeue(sqlite, this.ctx.clock.now(), left));
+    if (left.length) await this.store.requeue(this.ctx.clock.now(), left);
   }
 
+  // ---- the loop ---------------------------------------------------------------------------------
+
+  /** Runs a round in `ms` (0: now, replacing a later one; a later one never replaces a sooner one). */
   private schedule(ms: number) {
     if (this.stopped) return;
     if (this.timer) {
@@ -214,90 +194,92 @@ export class Outbox {
     }
     this.timer = setTimeout(() => {
       this.timer = null;
-      if (this.ticking) {
-        this.more = true;
+      if (this.round) {
+        this.claimAgain = true;
         return;
       }
-      this.ticking = this.tick()
-        .catch((e) => this.ctx.log.error("outbox tick failed", { error: String(e) }))
+      this.round = this.runRound()
+        .catch((e) => this.ctx.log.error("outbox round failed", { error: String(e) }))
         .finally(() => {
-          this.ticking = null;
+          this.round = null;
           if (this.stopped) return;
-          if (this.more) {
-            this.more = false;
+          if (this.claimAgain) {
+            this.claimAgain = false;
             this.schedule(0);
           } else this.schedule(this.opts.pollMs);
         });
     }, ms);
   }
 
-  private async tick(): Promise<void> {
+  /** One round: sweeps lost leases (once a minute), claims what fits, starts its pipeline. */
+  private async runRound(): Promise<void> {
     const now = this.ctx.clock.now();
-    if (now - this.lastSweep > 60_000) {
-      this.lastSweep = now;
+    if (now - this.lastLeaseSweep > 60_000) {
+      this.lastLeaseSweep = now;
       await this.sweepLeases(now);
     }
     const free = this.opts.maxInflight - this.inflight.size;
-    if (free < this.claimThreshold()) return; // finishing rows wake us
+    if (free < this.claimThreshold()) return; // settling rows wake us
     const limit = Math.min(free, this.opts.batchSize);
-    const rows = await this.ctx.store.exclusive((sqlite) =>
-      claimDue(sqlite, now, now + this.opts.leaseMs, limit * 3, (cands) => this.choose(cands, limit, now)),
-    );
+    const rows = await this.claim(now, limit);
     if (!rows.length) return;
-    for (const r of rows) this.inflight.set(r.id, r);
-    const p = this.process(rows)
+    const p = this.pipeline(rows)
       .catch((e) => this.ctx.log.error("outbox batch failed", { error: String(e) }))
-      .finally(() => this.processing.delete(p));
-    this.processing.add(p);
-    if (rows.length >= limit) this.more = true;
+      .finally(() => this.batches.delete(p));
+    this.batches.add(p);
+    if (rows.length >= limit) this.claimAgain = true;
   }
 
-  /** Round-robin over projects in due order, each within its send rate. */
-  private choose(cands: { id: string; project_id: string | null }[], limit: number, now: number): string[] {
-    const byProject = new Map<string, string[]>();
-    for (const c of cands) {
-      const k = c.project_id ?? "";
-      let l = byProject.get(k);
-      if (!l) byProject.set(k, (l = []));
-      l.push(c.id);
-    }
-    const budget = new Map<string, number>();
-    for (const k of byProject.keys()) budget.set(k, Math.floor(this.buckets.available(k, now)));
-    const out: string[] = [];
-    const taken = new Map<string, number>();
-    let progress = true;
-    while (out.length < limit && progress) {
-      progress = false;
-      for (const [k, ids] of byProject) {
-        if (out.length >= limit) break;
-        const t = taken.get(k) ?? 0;
-        if (t >= ids.length || t >= budget.get(k)!) continue;
-        out.push(ids[t]!);
-        taken.set(k, t + 1);
-        progress = true;
-      }
-    }
-    for (const [k, n] of taken) this.buckets.take(k, n, now);
-    if (out.length < Math.min(limit, cands.length)) this.more = true; // rate-limited: look again soon
-    return out;
+  /** Claim again once this many in-flight places are free (half a batch): the claim and the wake-up agree. */
+  private claimThreshold(): number {
+    return Math.max(1, Math.min(this.opts.batchSize, this.opts.maxInflight) / 2);
   }
 
   private async sweepLeases(now: number) {
-    const expired = await this.ctx.store.exclusive((sqlite) => expiredLeases(sqlite, now));
-    const lost = expired.filter((id) => !this.inflight.has(id));
-    if (lost.length) {
-      await this.ctx.store.exclusive((sqlite) => requeue(sqlite, now, lost));
-      this.ctx.log.warn("outbox: requeued emails whose lease expired", { count: lost.length });
-    }
+    const lost = (await this.store.expiredLeases(now)).filter((id) => !this.inflight.has(id));
+    if (!lost.length) return;
+    await this.store.requeue(now, lost);
+    this.ctx.log.warn("outbox: requeued emails whose lease expired", { count: lost.length });
   }
 
-  private async process(rows: ClaimedEmail[]): Promise<void> {
-    const missing = [...new Set(rows.map((r) => r.content_id))].filter((id) => !this.contents.get(id));
-    if (missing.length) {
-      const loaded = await this.ctx.store.exclusive((sqlite) => loadContents(sqlite, missing));
-      for (const c of loaded) this.contents.set(c);
+  // ---- the pipeline -----------------------------------------------------------------------------
+
+  /** claim: due rows, round-robin over projects within their send rates, leased as SENDING. */
+  private async claim(now: number, limit: number): Promise<ClaimedEmail[]> {
+    const rows = await this.store.claim(now, now + this.opts.leaseMs, limit * 3, (candidates) => {
+      const chosen = chooseFairly(candidates, limit, this.buckets, now);
+      if (chosen.limited) this.claimAgain = true; // rate-limited: look again soon
+      return chosen.ids;
+    });
+    for (const r of rows) this.inflight.set(r.id, r);
+    return rows;
+  }
+
+  /** Every row of a claimed batch through guard, plan, build and send (settle follows each outcome). */
+  private async pipeline(rows: ClaimedEmail[]): Promise<void> {
+    const batch = await this.lookups(rows);
+    const started: Promise<void>[] = [];
+    for (let i = 0; i < rows.length; i++) {
+      const row = rows[i]!;
+      if (this.stopped) break; // left in `inflight`: stop() puts them back
+      const stop = this.guard(row, batch);
+      if (stop) {
+        started.push(this.settle(row, stop));
+        continue;
+      }
+      const content = batch.contents(row.content_id)!;
+      // Content marked no_tracking (a campaign's test send) is never tracked.
+      const mode = row.project_id ? (content.no_tracking ? "DISABLED" : (batch.trackingModes.get(row.project_id) ?? "ENABLED")) : undefined;
+      started.push(this.attempt(row, content, mode));
+      if (i % 8 === 7) await yieldToEventLoop();
     }
-    const suppressed = new Set<string>();
+    await Promise.all(started);
+  }
+
+  /** The batch's contents (cached), suppressed recipients and projects' tracking modes. */
+  private async lookups(rows: ClaimedEmail[]): Promise<BatchLookups> {
+    const missing = [...new Set(rows.map((r) => r.content_id))].filter((id) => !this.contents.get(id));
+    if (missing.length) for (const c of await this.store.loadContents(missing)) this.contents.set(c);
     const byProject = new Map<string, string[]>();
     for (const r of rows) {
       if (!r.project_id) continue;
@@ -305,35 +287,107 @@ export class Outbox {
       if (!l) byProject.set(r.project_id, (l = []));
       l.push(r.to_email);
     }
-    for (const [pid, emails] of byProject) {
-      const s = await this.ctx.store.exclusive((sqlite) => suppressedAmong(sqlite, pid, emails));
-      for (const e of s) suppressed.add(`${pid}|${e}`);
-    }
-    const modes = byProject.size ? await this.ctx.store.exclusive((sqlite) => trackingModes(sqlite, [...byProject.keys()])) : new Map<string, string>();
-    const builds: Promise<void>[] = [];
-    for (let i = 0; i < rows.length; i++) {
-      const row = rows[i]!;
-      if (this.stopped) break; // left in `inflight`: stop() puts them back
-      if (row.project_id && suppressed.has(`${row.project_id}|${row.to_email}`)) {
-        const reply = "address is suppressed (earlier hard bounce or complaint)";
-        builds.push(this.settle(row, { write: { kind: "SUPPRESSED", id: row.id, reply }, events: outcomeEvent(row, "email.suppressed", { reply }) }));
-        continue;
-      }
-      const content = this.contents.get(row.content_id);
-      if (!content) {
-        const reply = "local error: email content missing";
-        builds.push(this.settle(row, { write: { kind: "FAILED", id: row.id, reply, host: null }, events: outcomeEvent(row, "email.failed", { reply, attempt: row.attempts + 1 }) }));
-        continue;
-      }
-      // Content marked no_tracking (a campaign's test send) is never tracked.
-      const mode = row.project_id ? (content.no_tracking ? "DISABLED" : (modes.get(row.project_id) ?? "ENABLED")) : undefined;
-      builds.push(this.deliver(row, content, mode));
-      if (i % 8 === 7) await yieldToEventLoop();
-    }
-    await Promise.all(builds);
+    const suppressed = new Set<string>();
+    for (const [pid, emails] of byProject) for (const e of await this.store.suppressedAmong(pid, emails)) suppressed.add(`${pid}|${e}`);
+    const trackingModes = byProject.size ? await this.store.trackingModes([...byProject.keys()]) : new Map<string, string>();
+    return { contents: (id) => this.contents.get(id), suppressed, trackingModes };
   }
 
-  /** Built lazily: the token secret is loaded by the tracking module's install, after the outbox exists. */
+  /** guard: the first guard that stops the email gives its outcome. */
+  private guard(row: ClaimedEmail, batch: BatchLookups): AttemptResult | null {
+    for (const g of GUARDS) {
+      const stop = g.check(row, batch);
+      if (stop) return stop;
+    }
+    return null;
+  }
+
+  /** plan, build, send. A failure before the wire is a local error: the email is deferred. */
+  private async attempt(row: ClaimedEmail, content: ContentRow, trackingMode: string | undefined): Promise<void> {
+    const builder = this.builder;
+    let built: BuiltMessage;
+    try {
+      built = await this.build(builder, row, content, trackingMode);
+    } catch (e) {
+      this.ctx.log.error("outbox: building the message failed", { email: row.id, error: String(e) });
+      const reply = `local error: ${String((e as Error)?.message ?? e)}`.slice(0, 500);
+      return this.settle(row, { kind: "deferred", code: 0, reply, stage: "local", host: null }, { host: null, secure: false, ms: 0 });
+    }
+    if (this.stopped) return builder.release(built.raw);
+    this.send(builder, row, content, built.raw);
+  }
+
+  /** plan + build: the message's bytes, signed, its click-tracked links stored. */
+  private async build(builder: MessageBuilder, row: ClaimedEmail, content: ContentRow, trackingMode: string | undefined): Promise<BuiltMessage> {
+    const plan = await planMessage(this.ctx, row, content, this.keys, trackingMode);
+    const built = await builder.build(plan, content);
+    if (plan.decoration) {
+      await this.storeLinksFirst(builder, plan.decoration.projectId, built.links).catch((e) => {
+        builder.release(built.raw);
+        throw e;
+      });
+    }
+    if (built.signed) this.ctx.metrics.dkimSignSeconds.observe(built.signMs / 1000);
+    return built;
+  }
+
+  /** send: to the dispatcher, which calls back with the SMTP outcome (not awaited here). */
+  private send(builder: MessageBuilder, row: ClaimedEmail, content: ContentRow, raw: Buffer): void {
+    void this.dispatcher.submit({
+      id: row.id,
+      domain: domainOf(row.to_email),
+      from: envelopeFromFor(row.id, content.from_email),
+      to: row.to_email,
+      raw,
+      urgent: row.source_type !== "CAMPAIGN",
+      done: (result, info) => this.settle(row, { ...result, host: info.host }, info).finally(() => builder.release(raw)),
+    });
+  }
+
+  /**
+   * settle: the row's next state (nextState), the attempt's metrics and log line, then the group
+   * commit; resolves once the outcome is committed, which frees the row's place in flight.
+   */
+  private settle(row: ClaimedEmail, result: AttemptResult, info?: DeliveryInfo): Promise<void> {
+    const state = nextState(row, result, { now: this.ctx.clock.now(), delaysMs: this.ctx.config.retryScheduleMs, relay: this.relay });
+    if (state.attempted && result.kind !== "suppressed" && result.kind !== "unsendable") {
+      const label = attemptLabel(state);
+      this.ctx.metrics.deliveryAttempts.inc({ result: label });
+      this.ctx.log.json({
+        msg: "delivery",
+        email: row.id,
+        to: row.to_email,
+        destination: domainOf(row.to_email),
+        result: label,
+        code: result.code,
+        stage: result.stage,
+        host: info?.host ?? null,
+        tls: info?.secure ?? false,
+        ms: info?.ms ?? 0,
+        attempt: row.attempts + 1,
+        reply: state.reply,
+      });
+    }
+    return this.commits.add({ row, state }).finally(() => {
+      this.inflight.delete(row.id);
+      if (this.opts.maxInflight - this.inflight.size >= this.claimThreshold()) this.wake();
+    });
+  }
+
+  /** The group commit's write: outcomes through the store, then who waits on them is told. */
+  private async record(items: Settled[]): Promise<void> {
+    const recorded = await this.store.recordOutcomes(this.ctx.clock.now(), items);
+    const bounced = items.filter((i) => i.state.bounce && i.row.project_id);
+    // Workflows and webhooks start from these; not awaited, so a slow consumer never holds a connection.
+    if (bounced.length) await afterHardBounces(this.ctx, recorded, bounced.map((i) => i.row.project_id!));
+    else if (recorded.length) void notifyEvents(this.ctx, recorded);
+    const campaigns = new Set(items.map((i) => i.row.campaign_id).filter((id): id is string => !!id));
+    if (campaigns.size) this.ctx.hooks.campaignOutcomes?.(this.ctx, [...campaigns]);
+  }
+
+  // ---- building ---------------------------------------------------------------------------------
+
+  /** Built lazily: the token secret is loaded by the feedback module's install, after the outbox exists. */
   private get builder(): MessageBuilder {
     if (!this.builderInstance) {
       const secret = secretOf(this.ctx);
@@ -350,7 +404,7 @@ export class Outbox {
    */
   private storeLinksFirst(builder: MessageBuilder, projectId: string, links: FreshLinks): Promise<void> {
     if (!links.length) return this.linksStored;
-    const mine = storeLinks(this.ctx, projectId, links).catch((e) => {
+    const mine = this.store.storeLinks(projectId, links).catch((e) => {
       builder.forgetLinks();
       throw e;
     });
@@ -360,139 +414,6 @@ export class Outbox {
       if (this.linksStored === all) this.linksStored = Promise.resolve();
     });
     return all;
-  }
-
-  private async deliver(row: ClaimedEmail, content: ContentRow, trackingMode: string | undefined): Promise<void> {
-    let built;
-    const builder = this.builder;
-    try {
-      const plan = await planMessage(this.ctx, row, content, this.keys, trackingMode);
-      built = await builder.build(plan, content);
-      if (plan.decoration) {
-        const raw = built.raw;
-        await this.storeLinksFirst(builder, plan.decoration.projectId, built.links).catch((e) => {
-          builder.release(raw);
-          throw e;
-        });
-      }
-      if (built.signed) this.ctx.metrics.dkimSignSeconds.observe(built.signMs / 1000);
-    } catch (e) {
-      this.ctx.log.error("outbox: building the message failed", { email: row.id, error: String(e) });
-      return this.finish(row, { kind: "deferred", code: 0, reply: `local error: ${String((e as Error)?.message ?? e)}`.slice(0, 500), stage: "local" }, { host: null, secure: false, ms: 0 });
-    }
-    if (this.stopped) return builder.release(built.raw);
-    const raw = built.raw;
-    // Not awaited: the dispatcher calls done() when the message has an outcome.
-    void this.dispatcher.submit({
-      id: row.id,
-      domain: domainOf(row.to_email),
-      from: envelopeFromFor(row.id, content.from_email),
-      to: row.to_email,
-      raw,
-      urgent: row.source_type !== "CAMPAIGN",
-      done: (result, info) => this.finish(row, result, info).finally(() => builder.release(raw)),
-    });
-  }
-
-  /** Turns a delivery result into the row's next state and records it. */
-  private finish(row: ClaimedEmail, result: DeliveryResult, info: DeliveryInfo): Promise<void> {
-    const now = this.ctx.clock.now();
-    const events: EventRow[] = [];
-    const contact = row.project_id && row.contact_id ? { projectId: row.project_id, contactId: row.contact_id } : null;
-    const ev = (name: string, data: Record<string, unknown>) => {
-      if (contact) events.push({ ...contact, name, data, emailId: row.id });
-    };
-    if (row.attempts === 0) ev("email.sent", { emailId: row.id, to: row.to_email, sourceType: row.source_type, ...(row.campaign_id ? { campaignId: row.campaign_id } : {}), ...(row.template_id ? { templateId: row.template_id } : {}) });
-    const reply = result.reply.slice(0, 1000);
-    const label = result.kind === "delivered" && this.relay ? "sent" : result.kind;
-    this.ctx.metrics.deliveryAttempts.inc({ result: label });
-    this.ctx.log.json({ msg: "delivery", email: row.id, to: row.to_email, destination: domainOf(row.to_email), result: label, code: result.code, stage: result.stage, host: info.host, tls: info.secure, ms: info.ms, attempt: row.attempts + 1, reply });
-    let out: Omit<PendingOutcome, "resolve" | "reject">;
-    if (result.kind === "delivered") {
-      if (!this.relay) ev("email.delivery", { emailId: row.id, to: row.to_email, mxHost: info.host, reply });
-      out = { write: { kind: this.relay ? "SENT" : "DELIVERED", id: row.id, reply, host: info.host }, events };
-    } else if (result.kind === "bounced") {
-      ev("email.bounce", { emailId: row.id, to: row.to_email, code: result.code, reply, type: "hard" });
-      out = { bounce: { id: row.id, projectId: row.project_id, contactId: row.contact_id, email: row.to_email, reply, host: info.host }, events };
-    } else {
-      const wait = this.ctx.config.retryScheduleMs[row.attempts];
-      // Every retry and the final failure are on the contact's trail too, with the remote reply.
-      const attempt = { emailId: row.id, to: row.to_email, code: result.code, reply, attempt: row.attempts + 1, ...(info.host ? { mxHost: info.host } : {}) };
-      if (wait === undefined) ev("email.failed", attempt);
-      else ev("email.deferred", { ...attempt, nextAttemptAt: new Date(now + wait).toISOString() });
-      out =
-        wait === undefined
-          ? { write: { kind: "FAILED", id: row.id, reply, host: info.host }, events }
-          : { write: { kind: "DEFERRED", id: row.id, reply, host: info.host, nextAttemptAt: now + wait }, events };
-    }
-    return this.settle(row, out);
-  }
-
-  /** Queues an outcome for the next group commit; resolves once it is committed. */
-  private settle(row: ClaimedEmail, o: Omit<PendingOutcome, "resolve" | "reject">): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      this.pending.push({ ...o, campaignId: row.campaign_id, resolve, reject });
-      if (this.flushTimer && this.dispatcher.onWire === 0) {
-        // Every connection is waiting for this commit: no further outcome will come, commit now.
-        clearTimeout(this.flushTimer);
-        this.flushTimer = null;
-        void this.flush();
-      } else if (!this.flushTimer) {
-        // Group commit: outcomes arriving within a few milliseconds share one transaction (each
-        // connection waits for its own, so this is also each connection's pause per message).
-        this.flushTimer = setTimeout(() => {
-          this.flushTimer = null;
-          void this.flush();
-        }, this.dispatcher.onWire === 0 ? 0 : this.opts.groupCommitMs);
-      }
-    }).finally(() => {
-      this.inflight.delete(row.id);
-      if (this.opts.maxInflight - this.inflight.size >= this.claimThreshold()) this.wake();
-    });
-  }
-
-  /** Claim again once this many in-flight places are free (half a batch): the claim and the wake-up agree. */
-  private claimThreshold(): number {
-    return Math.max(1, Math.min(this.opts.batchSize, this.opts.maxInflight) / 2);
-  }
-
-  private flush(): Promise<void> {
-    if (this.flushing) return this.flushing;
-    this.flushing = (async () => {
-      while (this.pending.length) {
-        const batch = this.pending.splice(0);
-        try {
-          await this.write(batch);
-          for (const p of batch) p.resolve();
-        } catch (e) {
-          this.ctx.log.error("outbox: recording outcomes failed", { count: batch.length, error: String(e) });
-          for (const p of batch) p.reject(e);
-        }
-      }
-    })().finally(() => {
-      this.flushing = null;
-    });
-    return this.flushing;
-  }
-
-  private async write(batch: PendingOutcome[]) {
-    const now = this.ctx.clock.now();
-    const writes: OutcomeWrite[] = [];
-    const events: EventRow[] = [];
-    const bounces: { bounce: BounceWrite; events: EventRow[] }[] = [];
-    for (const p of batch) {
-      if (p.bounce) bounces.push({ bounce: p.bounce, events: p.events });
-      else {
-        writes.push(p.write!);
-        events.push(...p.events);
-      }
-    }
-    const recorded = writes.length ? await this.ctx.store.exclusive((sqlite) => writeOutcomes(sqlite, now, writes, events)) : [];
-    if (bounces.length) await recordBounces(this.ctx, now, bounces);
-    // Workflows start from these (ctx.hooks.onEvent); not awaited, so a slow hook never holds a connection.
-    if (recorded.length) void notifyEvents(this.ctx, recorded);
-    const campaigns = new Set(batch.map((p) => p.campaignId).filter((id): id is string => !!id));
-    if (campaigns.size) this.ctx.hooks.campaignOutcomes?.(this.ctx, [...campaigns]);
   }
 }
 

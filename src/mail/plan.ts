@@ -2,12 +2,11 @@
 // installation's secrets (tracking settings, signed links, the DKIM key), gathered into a BuildPlan
 // of plain data that build.ts turns into bytes, in the build worker as a rule.
 import type { AppContext } from "../context";
-import { domainOf } from "./address";
+import { bounceDomainFor, domainOf } from "./address";
 import { messageIdFor, type BuildPlan } from "./build";
-import { bounceDomainFor, getSigningKey, planDecoration, subscriptionUrls, type SigningKey } from "./deps";
 import type { ClaimedEmail, ContentRow } from "./outbox-store";
-import { systemSigningProject } from "./outbox-store";
-import { usesUnsubscribeUrl, type MailType } from "./tracking";
+import { getSigningKey, type SigningKey } from "./signing-keys";
+import { planDecoration, subscriptionUrls, usesUnsubscribeUrl, type MailType } from "./tracking";
 
 /**
  * The DKIM key for a message: the sender domain's key in the email's project (getSigningKey caches
@@ -18,6 +17,7 @@ export class SigningKeys {
   private system = new Map<string, { projectId: string | null; expires: number }>();
   constructor(
     private readonly ctx: AppContext,
+    private readonly systemSigningProject: (domain: string) => Promise<string | null>,
     private readonly ttlMs = 60_000,
   ) {}
 
@@ -28,7 +28,7 @@ export class SigningKeys {
       const hit = this.system.get(domain);
       if (hit && hit.expires > now) pid = hit.projectId;
       else {
-        pid = await this.ctx.store.exclusive((sqlite) => systemSigningProject(sqlite, domain));
+        pid = await this.systemSigningProject(domain);
         this.system.set(domain, { projectId: pid, expires: now + this.ttlMs });
       }
     }

@@ -32,7 +32,7 @@ export interface DecorateInput {
   urls?: SubscriptionUrls;
 }
 
-/** Public paths of the feedback loop (served by src/modules/tracking). */
+/** Public paths of the feedback loop (served by src/modules/feedback). */
 export const PATHS = {
   open: "/t/o/",
   click: "/t/c/",

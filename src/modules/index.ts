@@ -12,9 +12,10 @@ import type { ModuleDef } from "./module";
 import { projectRoutes } from "./projects/routes";
 import { segmentsModule } from "./segments";
 import { sendModule } from "./send";
+import { deliveryModule } from "./delivery";
 import { systemRoutes } from "./system/routes";
 import { templatesModule } from "./templates";
-import { trackingModule } from "./tracking";
+import { feedbackModule } from "./feedback";
 import { uploadsModule } from "./uploads";
 import { userRoutes } from "./users/routes";
 import { verifyModule } from "./verify";
@@ -35,8 +36,9 @@ export const MODULES: ModuleDef[] = [
   templatesModule,
   verifyModule,
   sendModule,
+  deliveryModule,
   campaignsModule,
-  trackingModule,
+  feedbackModule,
   emailsModule,
   activityModule,
   analyticsModule,

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "
 import { RCPT, SENDER, sendEnv, waitForView } from "../send/support";
 import type { DeliveryEnv } from "../mail/helpers";
 import { createAccount, type Account } from "../support/server";
-import { hrefs, imgSrcs } from "../tracking/fixtures";
+import { hrefs, imgSrcs } from "../feedback/fixtures";
 
 setDefaultTimeout(30_000); // the machine is shared; nothing here asserts timings
 

@@ -6,7 +6,7 @@ import { insertContent, insertEmails } from "../../src/mail/enqueue";
 import { wakeOutbox } from "../../src/mail/outbox";
 import { RCPT, SENDER, sendEnv, waitForView } from "../send/support";
 import type { DeliveryEnv } from "../mail/helpers";
-import { hrefs, imgSrcs } from "../tracking/fixtures";
+import { hrefs, imgSrcs } from "../feedback/fixtures";
 
 setDefaultTimeout(30_000); // the machine is shared; nothing here asserts timings
 

@@ -13,7 +13,7 @@ import {
   insertEmail,
   suppression,
   verifiedDomain,
-} from "../tracking/fixtures";
+} from "../feedback/fixtures";
 import { arfReport, delayedDsn, gmailBounce, plainMessage, postfixBounce } from "./fixtures";
 import { ehloLines, sendSmtp } from "./smtp-client";
 

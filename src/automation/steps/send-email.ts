@@ -1,5 +1,6 @@
 import { parseData } from "../../audience/data-rules";
-import { insertContent, insertEmails, suppressedAddresses } from "../../mail/enqueue";
+import { insertContent, insertEmails } from "../../mail/enqueue";
+import { suppressedAmong } from "../../mail/suppressions";
 import type { SendEmailConfig } from "../configs";
 import { getTemplateRow } from "../store";
 import { fail, next } from "../types";
@@ -21,7 +22,7 @@ export const runSendEmail: StepRunner = async (env) => {
   if (tpl.type !== "TRANSACTIONAL" && contact.subscribed !== 1) {
     return next(undefined, { skipped: "contact is unsubscribed", templateId }, true);
   }
-  const suppressed = (await suppressedAddresses(env.trx, projectId, [contact.email])).size > 0;
+  const suppressed = (await suppressedAmong(env.trx, projectId, [contact.email])).size > 0;
   if (!suppressed) {
     try {
       await env.ctx.hooks.consumeQuota?.(env.trx as never, env.ctx, projectId, "workflows", 1);

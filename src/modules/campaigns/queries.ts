@@ -3,7 +3,7 @@
 import type { Database } from "bun:sqlite";
 import { sql, type CompiledQuery, type Expression, type Kysely, type Selectable, type SqlBool, type Transaction } from "kysely";
 import { messageIdFor } from "../../mail/build";
-import { SUPPRESSED_REPLY } from "../../mail/enqueue";
+import { SUPPRESSED_REPLY } from "../../mail/suppressions";
 import { insertEventRaw } from "../../audience/raw";
 import type { DB } from "../../db";
 import type { CampaignsTable, CampaignStatus } from "../../db/tables/campaigns";

@@ -9,7 +9,8 @@ import type { AudienceType, CampaignStatus } from "../../db/tables/campaigns";
 import type { TemplateType } from "../../db/tables/senders";
 import { badRequest, invalidState, notFound, validationError, type FieldError } from "../../http/errors";
 import { offsetPage, pick, type OffsetParams } from "../../http/pagination";
-import { insertContent, insertEmails, suppressedAddresses } from "../../mail/enqueue";
+import { insertContent, insertEmails } from "../../mail/enqueue";
+import { suppressedAmong } from "../../mail/suppressions";
 import { wakeOutbox } from "../../mail/outbox";
 import { assertSenderAllowed } from "../domains/service";
 import { assertTemplateSyntax, DIRS, findTemplate, SORTS, type TemplateInput } from "../templates/service";
@@ -311,7 +312,7 @@ export async function testCampaign(ctx: AppContext, projectId: string, id: strin
       replyTo: c.reply_to,
       type: c.type as TemplateType,
     });
-    const suppressed = await suppressedAddresses(trx, projectId, [to]);
+    const suppressed = await suppressedAmong(trx, projectId, [to]);
     await insertEmails(trx, now, ctx.config.hostname, [
       { projectId, contentId, contactId: null, toEmail: to, vars: { email: to }, sourceType: "CAMPAIGN", campaignId: null, status: suppressed.has(to) ? "SUPPRESSED" : "PENDING" },
     ]);

@@ -52,7 +52,6 @@ export interface DnsRecord {
 }
 
 import { bounceDomainFor } from "../../mail/address";
-export { BOUNCE_LABEL, bounceDomainFor } from "../../mail/address";
 
 const normHost = (h: string) => h.trim().toLowerCase().replace(/\.$/, "");
 

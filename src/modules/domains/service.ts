@@ -10,9 +10,9 @@ import { isValidDomain, isValidEmail } from "../../mail/address";
 import { forgetPrivateKey, generateDkimKeyPair, generateEd25519KeyPair, newSelector } from "../../mail/dkim-keys";
 import { forgetSigningKeys } from "../../mail/signing-keys";
 import { createResolver } from "../../mail/dns";
-import { bounceDomainFor, checkRecords, dmarcReportAddress, expectedRecords, serverRecords, type DnsRecord } from "./records";
+import { bounceDomainFor } from "../../mail/address";
+import { checkRecords, dmarcReportAddress, expectedRecords, serverRecords, type DnsRecord } from "./records";
 
-export { bounceDomainFor } from "./records";
 export { getSigningKey, type SigningKey } from "../../mail/signing-keys";
 export type { DnsRecord } from "./records";
 

@@ -1,18 +1,9 @@
 // Account emails (verification, password reset) through the delivery engine, from
 // MAILSVC_SYSTEM_FROM. They belong to no project: source SYSTEM, no contact, no tracking.
 import type { AppContext } from "../../context";
-import { isValidEmail, normalizeEmail } from "../../mail/address";
+import { normalizeEmail, parseMailbox } from "../../mail/address";
 import { insertContent, insertEmails } from "../../mail/enqueue";
 import { wakeOutbox } from "../../mail/outbox";
-
-/** "Name <addr@domain>" or "addr@domain". */
-export function parseMailbox(value: string): { name: string | null; email: string } | null {
-  const m = /^\s*(?:"?([^"<]*?)"?\s*)?<([^>]+)>\s*$/.exec(value);
-  const email = (m ? m[2]! : value).trim();
-  if (!isValidEmail(email)) return null;
-  const name = m?.[1]?.trim() || null;
-  return { name, email: email.toLowerCase() };
-}
 
 export async function sendAccountEmail(ctx: AppContext, msg: { to: string; subject: string; html: string; text: string }): Promise<void> {
   const from = ctx.config.systemFrom ? parseMailbox(ctx.config.systemFrom) : null;

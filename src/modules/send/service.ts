@@ -10,12 +10,13 @@ import { payloadTooLarge, validationError, type FieldError } from "../../http/er
 import { isValidEmail } from "../../mail/address";
 import type { AttachmentInput } from "../../mail/compose";
 import { checkCustomHeaders } from "../../mail/custom-headers";
-import { insertContentRaw, insertEmailRaw, isSuppressedRaw } from "../../mail/enqueue";
+import { insertContentRaw, insertEmailRaw } from "../../mail/enqueue";
+import { suppressedAmongRaw } from "../../mail/suppressions";
 import { wakeOutbox } from "../../mail/outbox";
 import { consumeQuotaRaw } from "../billing/quota";
 import { assertSenderAllowed } from "../domains/service";
 import { assertTemplateSyntax, getTemplate, type TemplateRow } from "../templates/service";
-import { parseMailbox } from "./account-email";
+import { parseMailbox } from "../../mail/address";
 
 export type Mailbox = { name?: string | null; email: string };
 
@@ -173,7 +174,7 @@ export async function send(ctx: AppContext, projectId: string, input: SendInput)
           vars: { ...up.vars, email: up.contact.email, id: up.contact.id },
           sourceType: "TRANSACTIONAL",
           templateId: tpl?.id ?? null,
-          status: isSuppressedRaw(sqlite, projectId, up.contact.email) ? "SUPPRESSED" : "PENDING",
+          status: suppressedAmongRaw(sqlite, projectId, [up.contact.email]).size ? "SUPPRESSED" : "PENDING",
         }, events);
         return { contact: { id: up.contact.id, email: up.contact.email }, email };
       });

@@ -4,16 +4,16 @@ import { loadTokenSecret } from "../../mail/tokens";
 import { deleteProjectLinks } from "../../mail/tracked-links";
 import type { ModuleDef } from "../module";
 import { handleInbound, routeRecipient, type Route } from "./inbound";
-import { trackingRoutes } from "./routes";
+import { feedbackRoutes } from "./routes";
 
 const listeners = new WeakMap<AppContext, InboundServer>();
 
 /** The inbound listener of a running instance (tests read its port). */
 export const inboundServerOf = (ctx: AppContext) => listeners.get(ctx);
 
-export const trackingModule: ModuleDef = {
-  name: "tracking",
-  routes: trackingRoutes,
+export const feedbackModule: ModuleDef = {
+  name: "feedback",
+  routes: feedbackRoutes,
   async install(ctx) {
     await loadTokenSecret(ctx);
     ctx.hooks.resetProject.push((c, projectId) => deleteProjectLinks(c, projectId));

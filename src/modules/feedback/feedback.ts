@@ -5,7 +5,9 @@ import type { AppContext } from "../../context";
 import type { NotNull, Transaction } from "kysely";
 import type { DB } from "../../db";
 import { normalizeEmail } from "../../mail/address";
+import { afterHardBounces, applyHardBounce } from "../../mail/bounces";
 import { checkReputationSoon } from "../../mail/reputation";
+import { suppress } from "../../mail/suppressions";
 import { ensureContact, notifyEvents, recordEvent, setSubscribed, type PendingEvent } from "./audience";
 import { admitInbound } from "../billing/quota";
 
@@ -28,14 +30,6 @@ async function loadEmail(trx: Transaction<DB>, emailId: string, projectIds?: str
     .$narrowType<{ project_id: NotNull }>();
   if (projectIds) q = q.where("project_id", "in", projectIds.length ? projectIds : [""]);
   return q.executeTakeFirst();
-}
-
-async function suppress(trx: Transaction<DB>, ctx: AppContext, e: EmailRef, reason: "bounce" | "complaint", detail: string | null) {
-  await trx
-    .insertInto("suppressions")
-    .values({ project_id: e.project_id, email: normalizeEmail(e.to_email), reason, detail, email_id: e.id, created_at: ctx.clock.now() })
-    .onConflict((oc) => oc.columns(["project_id", "email"]).doNothing())
-    .execute();
 }
 
 /**
@@ -75,8 +69,8 @@ export type FeedbackOutcome = "applied" | "noted" | "ignored" | "unknown-email";
  */
 export async function applyBounce(ctx: AppContext, r: BounceReport): Promise<FeedbackOutcome> {
   const now = ctx.clock.now();
-  const pending: PendingEvent[] = [];
   const reply = [r.status, r.diagnostic].filter(Boolean).join(" ").slice(0, 1000) || null;
+  const pending: PendingEvent[] = [];
   let projectId: string | null = null;
   const outcome = await ctx.db.transaction().execute(async (trx): Promise<FeedbackOutcome> => {
     const e = await loadEmail(trx, r.emailId, r.projectIds);
@@ -91,34 +85,23 @@ export async function applyBounce(ctx: AppContext, r: BounceReport): Promise<Fee
       .set({ status: "BOUNCED", bounced_at: now, last_reply: reply ?? "async DSN: permanent failure", updated_at: now })
       .where("id", "=", e.id)
       .execute();
-    await suppress(trx, ctx, e, "bounce", reply);
     projectId = e.project_id;
-    if (e.contact_id) {
-      pending.push(
-        await recordEvent(trx, ctx, {
-          projectId: e.project_id,
-          contactId: e.contact_id,
-          name: "email.bounce",
-          emailId: e.id,
-          data: {
-            emailId: e.id,
-            ...(e.campaign_id ? { campaignId: e.campaign_id } : {}),
-            to: e.to_email,
-            type: "hard",
-            source: r.source ?? "dsn",
-            reply,
-            status: r.status,
-            diagnostic: r.diagnostic,
-            ...(r.remoteMta ? { remoteMta: r.remoteMta } : {}),
-          },
-        }),
-      );
-      pending.push(...(await setSubscribed(trx, ctx, { projectId: e.project_id, contactId: e.contact_id, subscribed: false, source: "bounce", emailId: e.id })));
-    }
+    const event = {
+      emailId: e.id,
+      ...(e.campaign_id ? { campaignId: e.campaign_id } : {}),
+      to: e.to_email,
+      type: "hard",
+      source: r.source ?? "dsn",
+      reply,
+      status: r.status,
+      diagnostic: r.diagnostic,
+      ...(r.remoteMta ? { remoteMta: r.remoteMta } : {}),
+    };
+    const events = e.contact_id ? [{ projectId: e.project_id, contactId: e.contact_id, name: "email.bounce", emailId: e.id, data: event }] : [];
+    pending.push(...(await applyHardBounce(trx, ctx, { emailId: e.id, projectId: e.project_id, contactId: e.contact_id, email: e.to_email, detail: reply, now }, events)));
     return "applied";
   });
-  await notifyEvents(ctx, pending);
-  if (projectId) await checkReputation(ctx, projectId);
+  await afterHardBounces(ctx, pending, projectId ? [projectId] : []);
   return outcome;
 }
 
@@ -157,7 +140,7 @@ export async function applyComplaint(ctx: AppContext, r: ComplaintReport): Promi
       .set({ status: "COMPLAINED", complained_at: now, updated_at: now })
       .where("id", "=", e.id)
       .execute();
-    await suppress(trx, ctx, e, "complaint", [r.feedbackType, r.userAgent].filter(Boolean).join(" from ") || null);
+    await suppress(trx, { projectId: e.project_id, email: e.to_email, reason: "complaint", detail: [r.feedbackType, r.userAgent].filter(Boolean).join(" from ") || null, emailId: e.id, now });
     if (e.contact_id) {
       pending.push(
         await recordEvent(trx, ctx, {

@@ -62,8 +62,6 @@ export async function ensureContact(db: Conn, ctx: AppContext, projectId: string
 
 // ---- sender domains ----------------------------------------------------------------------------
 
-/** The bounce subdomain of a sender domain (its MX points at MAILSVC_HOSTNAME). */
-export { bounceDomainFor } from "../domains/records";
 
 /** Projects for which `domain` is a VERIFIED sender domain (index domains_domain_status). */
 export async function projectsWithVerifiedDomain(db: Conn, domain: string): Promise<string[]> {

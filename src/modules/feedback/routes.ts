@@ -52,7 +52,7 @@ async function formFields(request: Request): Promise<URLSearchParams> {
   }
 }
 
-export function trackingRoutes(ctx: AppContext) {
+export function feedbackRoutes(ctx: AppContext) {
   const linksOf = (s: SubscriptionState, token: string) => {
     const base = ctx.config.publicUrl;
     return { unsubscribeUrl: base + PATHS.unsubscribe + token, subscribeUrl: base + PATHS.subscribe + token, manageUrl: base + PATHS.manage + token };

@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { decorateMessage } from "../../src/mail/tracking";
-import { campaignEngagement } from "../../src/modules/tracking/engagement";
+import { campaignEngagement } from "../../src/modules/feedback/engagement";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
 import { emailRow, eventsOf, hrefs, imgSrcs, insertContact, insertEmail } from "./fixtures";
 

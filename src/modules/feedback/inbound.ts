@@ -19,7 +19,8 @@ import { classifyDsn, parseReport, type Report } from "../../mail/inbound/report
 import { storeDmarcReport } from "../domains/dmarc";
 import type { InboundMessage } from "../../mail/inbound/server";
 import { readBounceLocalPart, readUnsubscribeLocalPart } from "../../mail/tokens";
-import { bounceDomainFor, projectsWithVerifiedDomain } from "./audience";
+import { bounceDomainFor } from "../../mail/address";
+import { projectsWithVerifiedDomain } from "./audience";
 import { applyBounce, applyComplaint, applyDeliveredReport, recordReceived, unsubscribeByMail, type FeedbackOutcome } from "./feedback";
 
 export type Route =

@@ -3,7 +3,7 @@ import { createSign } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { setSnsFetcher, stringToSign, type SnsEnvelope } from "../../src/modules/tracking/sns";
+import { setSnsFetcher, stringToSign, type SnsEnvelope } from "../../src/modules/feedback/sns";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
 import { contactRow, emailRow, eventsOf, insertContact, insertEmail, suppression } from "./fixtures";
 

@@ -1,0 +1,120 @@
+// What happens to an email after an attempt, decided in one place. Pure: no clock, no database, no
+// configuration read here; the outbox passes the time and the retry schedule in and writes what
+// comes out (the row's next status and the contact events recorded with it).
+import type { DeliveryResult } from "./smtp-result";
+
+/** The columns of an email the decision looks at. */
+export interface AttemptRow {
+  id: string;
+  project_id: string | null;
+  contact_id: string | null;
+  to_email: string;
+  source_type: string;
+  campaign_id: string | null;
+  template_id: string | null;
+  /** Attempts made before this one. */
+  attempts: number;
+}
+
+/**
+ * The result of one pass through the pipeline: an SMTP attempt (a local error before the wire, such
+ * as a failed build, is a `deferred` with stage "local"), or a guard that stopped the email before
+ * any attempt.
+ */
+export type AttemptResult =
+  | (DeliveryResult & { host?: string | null })
+  | { kind: "suppressed"; reply: string }
+  | { kind: "unsendable"; reply: string };
+
+export interface RetrySchedule {
+  now: number;
+  /** Waits after the 1st, 2nd, ... deferral (MAILSVC_RETRY_SCHEDULE); past its end an email FAILS. */
+  delaysMs: readonly number[];
+  /** Delivery goes through a smarthost: its 250 means SENT (accepted for relaying), not DELIVERED. */
+  relay: boolean;
+}
+
+/** A contact event recorded with the outcome (email.sent, email.delivery, email.bounce, ...). */
+export interface EventRow {
+  projectId: string;
+  contactId: string;
+  name: string;
+  data: Record<string, unknown>;
+  emailId: string;
+}
+
+export type OutcomeStatus = "DELIVERED" | "SENT" | "DEFERRED" | "FAILED" | "BOUNCED" | "SUPPRESSED";
+
+export interface NextState {
+  id: string;
+  status: OutcomeStatus;
+  /** Stored as the email's last_reply (at most 1,000 characters). */
+  reply: string;
+  host: string | null;
+  /** When the next attempt is due (DEFERRED only). */
+  nextAttemptAt?: number;
+  /** Whether this pass was an attempt (counted in attempts, metrics and the delivery log). */
+  attempted: boolean;
+  /** A hard bounce: the address is suppressed and the contact unsubscribed with the outcome. */
+  bounce: boolean;
+  events: EventRow[];
+}
+
+const MAX_REPLY = 1000;
+
+/** The row's next state after `result`, with the contact events that record it. */
+export function nextState(row: AttemptRow, result: AttemptResult, schedule: RetrySchedule): NextState {
+  const events: EventRow[] = [];
+  const event = (name: string, data: Record<string, unknown>) => {
+    if (row.project_id && row.contact_id) events.push({ projectId: row.project_id, contactId: row.contact_id, name, data, emailId: row.id });
+  };
+  const reply = result.reply.slice(0, MAX_REPLY);
+  const base = { id: row.id, reply, bounce: false, events };
+
+  if (result.kind === "suppressed") {
+    event("email.suppressed", { emailId: row.id, to: row.to_email, reply });
+    return { ...base, status: "SUPPRESSED", host: null, attempted: false };
+  }
+  if (result.kind === "unsendable") {
+    event("email.failed", { emailId: row.id, to: row.to_email, reply, attempt: row.attempts + 1 });
+    return { ...base, status: "FAILED", host: null, attempted: false };
+  }
+
+  const host = result.host ?? null;
+  if (row.attempts === 0) {
+    event("email.sent", {
+      emailId: row.id,
+      to: row.to_email,
+      sourceType: row.source_type,
+      ...(row.campaign_id ? { campaignId: row.campaign_id } : {}),
+      ...(row.template_id ? { templateId: row.template_id } : {}),
+    });
+  }
+  const attempted = { ...base, host, attempted: true };
+  switch (result.kind) {
+    case "delivered":
+      if (schedule.relay) return { ...attempted, status: "SENT" };
+      event("email.delivery", { emailId: row.id, to: row.to_email, mxHost: host, reply });
+      return { ...attempted, status: "DELIVERED" };
+    case "bounced":
+      event("email.bounce", { emailId: row.id, to: row.to_email, code: result.code, reply, type: "hard" });
+      return { ...attempted, status: "BOUNCED", bounce: true };
+    case "deferred": {
+      // Every retry and the final failure are on the contact's trail too, with the remote reply.
+      const wait = schedule.delaysMs[row.attempts];
+      const attempt = { emailId: row.id, to: row.to_email, code: result.code, reply, attempt: row.attempts + 1, ...(host ? { mxHost: host } : {}) };
+      if (wait === undefined) {
+        event("email.failed", attempt);
+        return { ...attempted, status: "FAILED" };
+      }
+      const nextAttemptAt = schedule.now + wait;
+      event("email.deferred", { ...attempt, nextAttemptAt: new Date(nextAttemptAt).toISOString() });
+      return { ...attempted, status: "DEFERRED", nextAttemptAt };
+    }
+  }
+}
+
+/** The metrics label of an attempt ("sent" is a relay's 250). */
+export function attemptLabel(s: NextState): string {
+  return s.status === "SENT" ? "sent" : s.status === "DELIVERED" ? "delivered" : s.status === "BOUNCED" ? "bounced" : "deferred";
+}
