@@ -1,3 +1,4 @@
+import type { Database } from "bun:sqlite";
 import type { Kysely, Selectable, Transaction } from "kysely";
 import type { Clock } from "../clock";
 import type { DB } from "../db";
@@ -16,6 +17,15 @@ export interface JobRunContext<P = any, C = any> {
   attempt: number;
   /** Persists progress (0-100) and a resume point; also extends the lease. */
   save(progress: number, checkpoint?: C): Promise<void>;
+  /** Sets the first checkpoint unless one exists (another run of this job got there first): false then. */
+  startCheckpoint(checkpoint: C): Promise<boolean>;
+  /**
+   * save() inside the caller's raw transaction (ctx.store.exclusive + sqlite.transaction), for a
+   * chunk that must commit with the checkpoint describing it. The raw sibling of save(), for the
+   * contact import's hot path (scripts/bench/import.ts). Returns false, writing nothing, when the
+   * stored checkpoint fails `expected` (another run of the job moved it): the caller rolls back.
+   */
+  saveWithin(sqlite: Database, progress: number, checkpoint: C, expected: (stored: C | null) => boolean): boolean;
 }
 
 export type JobHandler = (job: JobRunContext) => Promise<unknown>;
@@ -239,6 +249,24 @@ export class JobQueue {
           })
           .where("id", "=", row.id)
           .execute();
+      },
+      startCheckpoint: async (checkpoint) => {
+        const r = await this.db
+          .updateTable("jobs")
+          .set({ checkpoint: JSON.stringify(checkpoint) })
+          .where("id", "=", row.id)
+          .where("checkpoint", "is", null)
+          .executeTakeFirst();
+        return Number(r.numUpdatedRows) > 0;
+      },
+      saveWithin: (sqlite, progress, checkpoint, expected) => {
+        const stored = sqlite.query<{ checkpoint: string | null }, [string]>("SELECT checkpoint FROM jobs WHERE id = ?").get(row.id);
+        if (!stored || !expected(stored.checkpoint ? JSON.parse(stored.checkpoint) : null)) return false;
+        const now = this.clock.now();
+        sqlite
+          .query("UPDATE jobs SET checkpoint = ?, progress = ?, lease_until = ?, updated_at = ? WHERE id = ?")
+          .run(JSON.stringify(checkpoint), Math.max(0, Math.min(100, Math.round(progress))), now + this.leaseMs, now, row.id);
+        return true;
       },
     };
     try {

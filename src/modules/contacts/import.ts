@@ -187,11 +187,7 @@ export async function runImport(ctx: AppContext, job: JobRunContext<{ filename?:
     let skipped = 0;
     for await (const _ of records(content, () => skipped++)) total++;
     cp = { rows: 0, skipped: 0, total: Math.max(0, total - 1) + skipped, created: 0, updated: 0, failed: 0, errors: [] };
-    const initial = JSON.stringify(cp);
-    const claimed = await ctx.store.exclusive(
-      (sqlite) => sqlite.query("UPDATE jobs SET checkpoint = ? WHERE id = ? AND checkpoint IS NULL").run(initial, job.id).changes,
-    );
-    if (!claimed) throw new Error("This import run was superseded by another run of the same job");
+    if (!(await job.startCheckpoint(cp))) throw new Error("This import run was superseded by another run of the same job");
   }
   const state = cp;
   const resumeAt = state.rows;
@@ -218,16 +214,6 @@ export async function runImport(ctx: AppContext, job: JobRunContext<{ filename?:
     const expected = { rows: state.rows, skipped: state.skipped };
     await ctx.store.exclusive((sqlite) =>
       sqlite.transaction(() => {
-        // Exactly once even if a second run of this job exists (an expired lease): the chunk
-        // commits only on top of the checkpoint this run continued from.
-        const stored = sqlite
-          .query<{ r: number | null; s: number | null }, [string]>(
-            "SELECT json_extract(checkpoint, '$.rows') AS r, json_extract(checkpoint, '$.skipped') AS s FROM jobs WHERE id = ?",
-          )
-          .get(job.id);
-        if (!stored || stored.r !== expected.rows || stored.s !== expected.skipped) {
-          throw new Error("This import run was superseded by another run of the same job");
-        }
         for (const r of rows) {
           applyRow(sqlite, now, projectId, cols!, r, state, events, written);
           state.rows++;
@@ -241,15 +227,18 @@ export async function runImport(ctx: AppContext, job: JobRunContext<{ filename?:
           state.done = true;
           sqlite.query("DELETE FROM contact_imports WHERE job_id = ?").run(job.id);
         }
-        const progress = final ? 100 : progressOf(state);
-        // The checkpoint commits with the rows it describes: a crash can never replay a chunk.
-        sqlite.query("UPDATE jobs SET checkpoint = ?, progress = ?, updated_at = ? WHERE id = ?").run(JSON.stringify(state), progress, now, job.id);
+        // The checkpoint commits with the rows it describes: a crash can never replay a chunk. Exactly
+        // once even if a second run of this job exists (an expired lease): the chunk commits only on
+        // top of the checkpoint this run continued from.
+        const continued = (stored: ImportCheckpoint | null) => stored?.rows === expected.rows && stored?.skipped === expected.skipped;
+        if (!job.saveWithin(sqlite, final ? 100 : progressOf(state), state, continued)) {
+          throw new Error("This import run was superseded by another run of the same job");
+        }
       })(),
     );
     await notifyEvents(ctx, events);
     await contactsChanged(ctx, projectId, written);
     if (!final) {
-      await job.save(progressOf(state)); // extends the lease
       if (stopping.has(ctx)) throw new Error("Import interrupted by shutdown; it resumes from its checkpoint on the next start");
       await yieldToLoop();
     }
