@@ -5,6 +5,7 @@ import type { Config } from "./config";
 import { emptyHooks, type AppContext } from "./context";
 import { openStore } from "./db";
 import { migrate } from "./db/migrate";
+import { settingOrCreateSync } from "./db/settings";
 import { checkDeclaredLength, needsKeyBeforeBody, parseBody, rejectedBodies } from "./http/body";
 import { invalidApiKey } from "./http/errors";
 import { corsPlugin } from "./http/cors";
@@ -19,6 +20,7 @@ import { JobQueue } from "./jobs/queue";
 import { Schedules } from "./jobs/schedules";
 import { MODULES } from "./modules";
 import { Metrics } from "./observability/metrics";
+import { emailStatusCounts } from "./mail/outbox-store";
 
 export interface RunningService {
   ctx: AppContext;
@@ -43,11 +45,7 @@ export const MAX_BODY_BYTES = 64 * 1024 * 1024;
 
 function loadJwtSecret(store: ReturnType<typeof openStore>, configured?: string): string {
   if (configured) return configured;
-  const row = store.sqlite.query<{ value: string }, []>("SELECT value FROM settings WHERE key = 'jwt_secret'").get();
-  if (row) return row.value;
-  const secret = randomBytes(48).toString("base64url");
-  store.sqlite.query("INSERT INTO settings (key, value) VALUES ('jwt_secret', ?)").run(secret);
-  return secret;
+  return settingOrCreateSync(store.sqlite, "jwt_secret", () => randomBytes(48).toString("base64url"));
 }
 
 /** Opens the database, migrates it and builds the per-instance context (no listener). */
@@ -56,7 +54,7 @@ export function createContext(config: Config, opts: StartOptions = {}): AppConte
   migrate(store.sqlite);
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? createLogger();
-  const metrics = new Metrics(() => outboxCounts(store));
+  const metrics = new Metrics(() => emailStatusCounts(store.sqlite));
   const jobs = new JobQueue(store.db, clock, log, { pollMs: opts.jobPollMs, metrics });
   return {
     metrics,
@@ -75,10 +73,6 @@ export function createContext(config: Config, opts: StartOptions = {}): AppConte
   };
 }
 
-function outboxCounts(store: ReturnType<typeof openStore>): Record<string, number> {
-  const rows = store.sqlite.query<{ status: string; n: number }, []>("SELECT status, count(*) AS n FROM emails GROUP BY status").all();
-  return Object.fromEntries(rows.map((r) => [r.status, r.n]));
-}
 
 export function buildApp(ctx: AppContext) {
   const started = new WeakMap<Request, number>();

@@ -8,6 +8,16 @@ import type { DB } from "./schema";
 
 export type { DB } from "./schema";
 
+// How code reaches the database (one rule):
+// - SQL goes through Kysely (`ctx.db`), in the owning module's `queries.ts` / service, or in an
+//   engine's store file (src/mail/outbox-store.ts, src/mail/store.ts, src/jobs/queue.ts,
+//   src/db/settings.ts). Routes, the server and other modules call those functions; they never
+//   write another module's tables behind its back.
+// - Raw bun:sqlite statements only on a hot path a benchmark shows needs them, inside
+//   `store.exclusive`, in the data layer next to their Kysely sibling, each saying so in one line.
+// - SQL a Postgres dialect could run: no SQLite-only syntax outside the store files (INSERT OR
+//   IGNORE, boolean sums, json_each belong there or nowhere).
+
 /**
  * bun:sqlite's `query()` keeps only about 20 prepared statements; with every module's hot statements
  * (the dialect's and the raw paths') that cache thrashes and each call prepares again (measured: 9%
@@ -51,7 +61,7 @@ export function openStore(path: string): Store {
   sqlite.exec("PRAGMA busy_timeout = 5000");
   sqlite.exec("PRAGMA temp_store = MEMORY");
   // 4 MB of page cache: the OS page cache holds the file anyway. 16 MB showed up in the server's RSS
-  // during a large send (issue 5's 200 MB bar) without a measurable gain in any benchmark.
+  // during a large send (scripts/bench/send.ts) without a measurable gain in any benchmark.
   sqlite.exec("PRAGMA cache_size = -4096");
   // Checkpoints run in a worker thread (see checkpointer.ts); the writer's own auto-checkpoint is the safety net.
   const checkpointer = path === ":memory:" ? null : startCheckpointer(path);

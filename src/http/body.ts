@@ -1,4 +1,4 @@
-// Request bodies, bounded before they are read (issue 12): a per-route byte limit checked against
+// Request bodies, bounded before they are read: a per-route byte limit checked against
 // Content-Length before anything is read and enforced again while streaming (chunked bodies), and a
 // nesting-depth limit checked on the JSON text before it is parsed. A rejected body is never buffered
 // past its limit and never reaches a validator.

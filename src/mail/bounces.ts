@@ -11,7 +11,7 @@ import type { DB } from "../db";
 import { setSubscribed } from "../audience/contacts";
 import { notifyEvents, recordEvent, type RecordedEvent } from "../audience/events";
 import type { EventRow } from "./next-state";
-import { checkReputationSoon } from "./reputation";
+import { recheckReputation } from "./reputation";
 import { suppress } from "./suppressions";
 
 export interface HardBounce {
@@ -42,11 +42,5 @@ export async function applyHardBounce(trx: Kysely<DB> | Transaction<DB>, ctx: Ap
 /** After the bounces' transaction committed: their events reach the feed, their projects' reputation is checked. */
 export async function afterHardBounces(ctx: AppContext, recorded: RecordedEvent[], projectIds: Iterable<string>): Promise<void> {
   await notifyEvents(ctx, recorded);
-  for (const projectId of new Set(projectIds)) {
-    try {
-      await checkReputationSoon(ctx, projectId);
-    } catch (err) {
-      ctx.log.error("reputation check failed", { projectId, error: String((err as Error)?.message ?? err) });
-    }
-  }
+  for (const projectId of new Set(projectIds)) await recheckReputation(ctx, projectId);
 }

@@ -223,3 +223,9 @@ function writeOutcomes(sqlite: Database, now: number, outcomes: Settled[]): { re
   })();
   return { recorded, bounced };
 }
+
+/** Emails per status, for the /metrics gauges (synchronous: read while the scrape is answered). */
+export function emailStatusCounts(sqlite: Database): Record<string, number> {
+  const rows = sqlite.query<{ status: string; n: number }, []>("SELECT status, count(*) AS n FROM emails GROUP BY status").all();
+  return Object.fromEntries(rows.map((r) => [r.status, r.n]));
+}

@@ -5,6 +5,7 @@
 import { iso } from "../clock";
 import type { AppContext } from "../context";
 import { idAtTime } from "../db/ids";
+import { disableProject, reputationCounts } from "./store";
 
 export const REPUTATION_WINDOW_DAYS = 30;
 export const REPUTATION_MIN_SENDS = 100;
@@ -24,20 +25,7 @@ export interface Reputation {
 
 export async function reputation(ctx: AppContext, projectId: string): Promise<Reputation> {
   const since = ctx.clock.now() - REPUTATION_WINDOW_DAYS * 86_400_000;
-  const { row, project } = await ctx.store.exclusive((sqlite) => ({
-    row: sqlite
-      .query<{ sent: number | null; bounced: number | null; complained: number | null }, [number, number, number, string, string]>(
-        `SELECT SUM(sent_at >= ?) AS sent, SUM(bounced_at >= ?) AS bounced, SUM(complained_at >= ?) AS complained
-         FROM emails WHERE project_id = ? AND id >= ?`,
-      )
-      .get(since, since, since, projectId, idAtTime(since - 86_400_000)),
-    project: sqlite.query<{ disabled: number; disabled_reason: string | null; updated_at: number }, [string]>(
-      "SELECT disabled, disabled_reason, updated_at FROM projects WHERE id = ?",
-    ).get(projectId),
-  }));
-  const sent = row?.sent ?? 0;
-  const bounced = row?.bounced ?? 0;
-  const complained = row?.complained ?? 0;
+  const { sent, bounced, complained, disabled, disabledReason, updatedAt } = await reputationCounts(ctx.db, projectId, since, idAtTime(since - 86_400_000));
   const rate = (n: number) => (sent ? Math.round((n / sent) * 10_000) / 10_000 : 0);
   return {
     windowDays: REPUTATION_WINDOW_DAYS,
@@ -46,7 +34,7 @@ export async function reputation(ctx: AppContext, projectId: string): Promise<Re
     complained,
     bounceRate: rate(bounced),
     complaintRate: rate(complained),
-    suspensions: project?.disabled && project.disabled_reason === REPUTATION_REASON ? [{ reason: REPUTATION_REASON, since: iso(project.updated_at) }] : [],
+    suspensions: disabled && disabledReason === REPUTATION_REASON && updatedAt !== null ? [{ reason: REPUTATION_REASON, since: iso(updatedAt) }] : [],
   };
 }
 
@@ -56,12 +44,7 @@ export async function enforceReputation(ctx: AppContext, projectId: string): Pro
   if (r.sent < REPUTATION_MIN_SENDS) return false;
   if (r.bounceRate <= MAX_BOUNCE_RATE && r.complaintRate <= MAX_COMPLAINT_RATE) return false;
   const now = ctx.clock.now();
-  const changed = await ctx.store.exclusive(
-    (sqlite) =>
-      sqlite.query("UPDATE projects SET disabled = 1, disabled_reason = ?, updated_at = ? WHERE id = ? AND disabled = 0").run(REPUTATION_REASON, now, projectId)
-        .changes,
-  );
-  if (!changed) return false;
+  if (!(await disableProject(ctx.db, projectId, REPUTATION_REASON, now))) return false;
   ctx.keys.invalidate(projectId);
   ctx.log.warn("project disabled for its sending reputation", { projectId, ...r, suspensions: undefined });
   return true;
@@ -89,6 +72,15 @@ export async function checkReputationSoon(ctx: AppContext, projectId: string): P
     return;
   }
   await ctx.jobs.enqueue(REPUTATION_JOB, { projectId }, { projectId, runAt: last + CHECK_EVERY_MS, dedupeKey: `${REPUTATION_JOB}:${projectId}`, maxAttempts: 3 });
+}
+
+/** checkReputationSoon for callers that must not fail on it (after a bounce or complaint committed): errors are logged. */
+export async function recheckReputation(ctx: AppContext, projectId: string): Promise<void> {
+  try {
+    await checkReputationSoon(ctx, projectId);
+  } catch (err) {
+    ctx.log.error("reputation check failed", { projectId, error: String((err as Error)?.message ?? err) });
+  }
 }
 
 export function registerReputationJob(ctx: AppContext): void {

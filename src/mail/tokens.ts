@@ -4,6 +4,7 @@
 // verify is treated as "not found" by every caller: never an open redirect, never a guess oracle.
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import type { AppContext } from "../context";
+import { settingOrCreate } from "../db/settings";
 
 const SETTING_KEY = "tracking_secret";
 /** 96-bit truncated HMAC: plenty against forgery (no offline oracle), keeps links short. */
@@ -11,26 +12,20 @@ const SIG_BYTES = 12;
 
 const secrets = new WeakMap<AppContext, Buffer>();
 
-/** Loads (or creates, once) the installation's token secret. Called by the tracking module's install. */
+/** Loads (or creates, once) the installation's token secret. Called by the feedback module's install. */
 export async function loadTokenSecret(ctx: AppContext): Promise<Buffer> {
   const cached = secrets.get(ctx);
   if (cached) return cached;
-  const value = await ctx.store.exclusive((sqlite) => {
-    const row = sqlite.query<{ value: string }, [string]>("SELECT value FROM settings WHERE key = ?").get(SETTING_KEY);
-    if (row) return row.value;
-    const fresh = randomBytes(32).toString("base64url");
-    sqlite.query("INSERT OR IGNORE INTO settings (key, value) VALUES (?, ?)").run(SETTING_KEY, fresh);
-    return sqlite.query<{ value: string }, [string]>("SELECT value FROM settings WHERE key = ?").get(SETTING_KEY)!.value;
-  });
+  const value = await settingOrCreate(ctx.db, SETTING_KEY, () => randomBytes(32).toString("base64url"));
   const secret = Buffer.from(value, "base64url");
   secrets.set(ctx, secret);
   return secret;
 }
 
-/** The installation's token secret (loaded by the tracking module's install). */
+/** The installation's token secret (loaded by the feedback module's install). */
 export function secretOf(ctx: AppContext): Buffer {
   const s = secrets.get(ctx);
-  if (!s) throw new Error("token secret not loaded: the tracking module's install() must run first");
+  if (!s) throw new Error("token secret not loaded: the feedback module's install() must run first");
   return s;
 }
 

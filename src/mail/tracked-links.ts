@@ -58,12 +58,12 @@ export class LinkKeys {
   }
 }
 
-/** Stores links a builder reported (INSERT OR IGNORE: another builder may have stored them). */
+/** Stores links a builder reported (a link another builder stored already is left as it is). Raw: every tracked message passes here (scripts/bench/send.ts). */
 export async function storeLinks(ctx: AppContext, projectId: string, links: FreshLinks): Promise<void> {
   if (!links.length) return;
   const now = ctx.clock.now();
   await ctx.store.exclusive((sqlite) => {
-    const ins = sqlite.query("INSERT OR IGNORE INTO tracked_links (project_id, hash, url, created_at) VALUES (?, ?, ?, ?)");
+    const ins = sqlite.query("INSERT INTO tracked_links (project_id, hash, url, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING");
     sqlite.transaction(() => {
       for (const [url, key] of links) ins.run(projectId, key, url, now);
     })();

@@ -1,4 +1,4 @@
-// Seam between the delivery engine (issue 5) and the feedback loop (issue 6), which owns this file.
+// Seam between the delivery engine and the feedback loop (src/modules/feedback, which serves the links made here).
 // The engine calls `subscriptionUrls` for the reserved template variables before rendering, and
 // `planDecoration` for what decoration does to the message (open pixel, click-tracked links, the
 // MARKETING footer and the List-Unsubscribe headers, as the project's settings say); the plan is
@@ -8,6 +8,7 @@ import { bounceDomainFor, domainOf } from "./address";
 import { clickEmailToken, openToken, secretOf, subscriptionToken, unsubscribeLocalPart } from "./tokens";
 import { LinkKeys, linkGeneration, storeLinks, type FreshLinks } from "./tracked-links";
 import { applyDecoration, footerHtml, type Decorated, type DecorationPlan } from "./decorate";
+import { trackingSettings } from "./store";
 
 export { applyDecoration, decodeEntities, decorateHtml, footerHtml, pixelHtml, type Decorated, type DecorationPlan, type HtmlDecoration } from "./decorate";
 
@@ -107,16 +108,10 @@ export function trackingApplies(mode: string, type: MailType): boolean {
   return true;
 }
 
-const SETTINGS_SQL = `SELECT p.tracking AS tracking, c.from_email AS from_email
-  FROM projects p LEFT JOIN emails e ON e.id = ?1 AND e.project_id = p.id LEFT JOIN email_contents c ON c.id = e.content_id
-  WHERE p.id = ?2`;
-
 /** The project's tracking mode and the email's sender, when the caller did not pass them (the outbox does). */
 async function messageSettings(ctx: AppContext, input: Omit<DecorateInput, "html">): Promise<{ mode: string; fromEmail: string | null }> {
   if (input.trackingMode !== undefined && input.fromEmail !== undefined) return { mode: input.trackingMode, fromEmail: input.fromEmail };
-  const row = await ctx.store.exclusive((sqlite) =>
-    sqlite.query<{ tracking: string; from_email: string | null }, [string, string]>(SETTINGS_SQL).get(input.emailId, input.projectId),
-  );
-  return { mode: row?.tracking ?? "ENABLED", fromEmail: input.fromEmail ?? row?.from_email ?? null };
+  const row = await trackingSettings(ctx.db, input.projectId, input.emailId);
+  return { mode: row?.mode ?? "ENABLED", fromEmail: input.fromEmail ?? row?.fromEmail ?? null };
 }
 

@@ -43,7 +43,7 @@ export async function audienceErrors(ctx: AppContext, c: AudienceSpec): Promise<
   return errors;
 }
 
-// ---- the condition compiler and segments (issue 13) ------------------------------------------------
+// ---- the condition compiler and segments -----------------------------------------------------------
 
 async function segmentExists(ctx: AppContext, projectId: string, segmentId: string): Promise<boolean> {
   return !!(await ctx.db.selectFrom("segments").select("id").where("project_id", "=", projectId).where("id", "=", segmentId).executeTakeFirst());

@@ -6,7 +6,7 @@ import type { NotNull, Transaction } from "kysely";
 import type { DB } from "../../db";
 import { normalizeEmail } from "../../mail/address";
 import { afterHardBounces, applyHardBounce } from "../../mail/bounces";
-import { checkReputationSoon } from "../../mail/reputation";
+import { recheckReputation } from "../../mail/reputation";
 import { suppress } from "../../mail/suppressions";
 import { ensureContact, notifyEvents, recordEvent, setSubscribed, type PendingEvent } from "./audience";
 import { admitInbound } from "../billing/quota";
@@ -32,18 +32,8 @@ async function loadEmail(trx: Transaction<DB>, emailId: string, projectIds?: str
   return q.executeTakeFirst();
 }
 
-/**
- * Sending reputation (decisions.md "/security"): complaints only ever arrive here, async bounces
- * too; both re-check the project through the engine's throttled check (now, or as one queued job
- * when it was checked in the last 10 s).
- */
-async function checkReputation(ctx: AppContext, projectId: string) {
-  try {
-    await checkReputationSoon(ctx, projectId);
-  } catch (err) {
-    ctx.log.error("reputation check failed", { projectId, error: String((err as Error)?.message ?? err) });
-  }
-}
+// Sending reputation (decisions.md "/security"): complaints only ever arrive here, async bounces
+// too; both re-check the project through the engine's throttled check (recheckReputation).
 
 export interface BounceReport {
   emailId: string;
@@ -161,7 +151,7 @@ export async function applyComplaint(ctx: AppContext, r: ComplaintReport): Promi
     return "applied";
   });
   await notifyEvents(ctx, pending);
-  if (projectId) await checkReputation(ctx, projectId);
+  if (projectId) await recheckReputation(ctx, projectId);
   return outcome;
 }
 

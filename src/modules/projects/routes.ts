@@ -18,7 +18,7 @@ async function callerRole(ctx: AppContext, auth: AuthInfo, projectId: string): P
 
 /** decisions.md "/security": rates in percent (0-100) over the last 30 days, the suspension state. */
 async function security(ctx: AppContext, projectId: string) {
-  const p = await ctx.db.selectFrom("projects").select(["disabled", "disabled_reason"]).where("id", "=", projectId).executeTakeFirstOrThrow();
+  const p = await svc.suspensionState(ctx, projectId);
   const r = (ctx.hooks.security ? await ctx.hooks.security(ctx, projectId) : {}) as Record<string, unknown>;
   const num = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : 0);
   const percent = (fraction: unknown) => Math.round(num(fraction) * 10_000) / 100;

@@ -51,6 +51,11 @@ export async function createProject(ctx: AppContext, ownerId: string, name: stri
   return project;
 }
 
+/** Whether the project is disabled, and why. */
+export async function suspensionState(ctx: AppContext, projectId: string) {
+  return ctx.db.selectFrom("projects").select(["disabled", "disabled_reason"]).where("id", "=", projectId).executeTakeFirstOrThrow();
+}
+
 export async function listProjects(ctx: AppContext, userId: string) {
   const rows = await ctx.db
     .selectFrom("projects as p")

@@ -1,0 +1,61 @@
+// The delivery engine's queries that are not on the outbox's hot path (those are outbox-store.ts):
+// sending reputation and tracking settings. Kysely, written so a Postgres dialect could run them.
+import { sql, type Kysely } from "kysely";
+import type { DB } from "../db";
+
+export interface ReputationCounts {
+  sent: number;
+  bounced: number;
+  complained: number;
+  disabled: boolean;
+  disabledReason: string | null;
+  updatedAt: number | null;
+}
+
+/**
+ * Sends, bounces and complaints of the project since `since` (emails are scanned from the id of a day
+ * earlier: ids are time-ordered UUIDv7), with the project's suspension state.
+ */
+export async function reputationCounts(db: Kysely<DB>, projectId: string, since: number, fromId: string): Promise<ReputationCounts> {
+  const count = (col: "sent_at" | "bounced_at" | "complained_at") => sql<number | null>`SUM(CASE WHEN ${sql.ref(col)} >= ${since} THEN 1 ELSE 0 END)`;
+  const [row, project] = await Promise.all([
+    db
+      .selectFrom("emails")
+      .select([count("sent_at").as("sent"), count("bounced_at").as("bounced"), count("complained_at").as("complained")])
+      .where("project_id", "=", projectId)
+      .where("id", ">=", fromId)
+      .executeTakeFirst(),
+    db.selectFrom("projects").select(["disabled", "disabled_reason", "updated_at"]).where("id", "=", projectId).executeTakeFirst(),
+  ]);
+  return {
+    sent: Number(row?.sent ?? 0),
+    bounced: Number(row?.bounced ?? 0),
+    complained: Number(row?.complained ?? 0),
+    disabled: !!project?.disabled,
+    disabledReason: project?.disabled_reason ?? null,
+    updatedAt: project?.updated_at ?? null,
+  };
+}
+
+/** Disables an enabled project with `reason`. True when it changed. */
+export async function disableProject(db: Kysely<DB>, projectId: string, reason: string, now: number): Promise<boolean> {
+  const r = await db
+    .updateTable("projects")
+    .set({ disabled: 1, disabled_reason: reason, updated_at: now })
+    .where("id", "=", projectId)
+    .where("disabled", "=", 0)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+/** The project's tracking mode and the email's sender address (null when the email is not the project's). */
+export async function trackingSettings(db: Kysely<DB>, projectId: string, emailId: string): Promise<{ mode: string; fromEmail: string | null } | null> {
+  const row = await db
+    .selectFrom("projects as p")
+    .leftJoin("emails as e", (j) => j.on("e.id", "=", emailId).onRef("e.project_id", "=", "p.id"))
+    .leftJoin("email_contents as c", "c.id", "e.content_id")
+    .select(["p.tracking as tracking", "c.from_email as from_email"])
+    .where("p.id", "=", projectId)
+    .executeTakeFirst();
+  return row ? { mode: row.tracking, fromEmail: row.from_email } : null;
+}
