@@ -66,6 +66,13 @@ export function feedbackRoutes(ctx: AppContext) {
     }
   };
 
+  /** A subscription page, or the invalid-link page (404) when the token does not verify. */
+  const pageOr404 = (s: SubscriptionState | null, render: (s: SubscriptionState) => string, status = 200) =>
+    s ? html(status, render(s)) : html(404, pages.invalidLinkPage());
+  const showPage = (render: (s: SubscriptionState, token: string) => string) => async ({ params }: { params: { token: string } }) =>
+    pageOr404(await loadSubscription(ctx, params.token), (s) => render(s, params.token));
+  const formRoute = { params: TokenParams, parse: ({ request }: { request: Request }) => formFields(request) };
+
   const formPaths = [PATHS.unsubscribe, PATHS.subscribe, PATHS.manage];
   return new Elysia()
     .onRequest(({ request }) => {
@@ -96,62 +103,32 @@ export function feedbackRoutes(ctx: AppContext) {
       },
       { params: TokenParams },
     )
-    .get(
-      `${PATHS.unsubscribe}:token`,
-      async ({ params }) => {
-        const s = await loadSubscription(ctx, params.token);
-        return s ? html(200, pages.unsubscribePage(s, linksOf(s, params.token))) : html(404, pages.invalidLinkPage());
-      },
-      { params: TokenParams },
-    )
+    .get(`${PATHS.unsubscribe}:token`, showPage((s, token) => pages.unsubscribePage(s, linksOf(s, token))), { params: TokenParams })
     .post(
       `${PATHS.unsubscribe}:token`,
       async ({ params, body }) => {
         // RFC 8058: a POST with List-Unsubscribe=One-Click unsubscribes at once; so does the page's form.
-        const fields = body as URLSearchParams;
-        const oneClick = fields.get("List-Unsubscribe") === "One-Click";
+        const oneClick = (body as URLSearchParams).get("List-Unsubscribe") === "One-Click";
         const s = await changeSubscription(ctx, params.token, false, oneClick ? "one-click" : "unsubscribe-page");
-        return s ? html(200, pages.unsubscribedPage(s, linksOf(s, params.token))) : html(404, pages.invalidLinkPage());
+        return pageOr404(s, (s) => pages.unsubscribedPage(s, linksOf(s, params.token)));
       },
-      { params: TokenParams, parse: ({ request }) => formFields(request) },
+      formRoute,
     )
-    .get(
-      `${PATHS.subscribe}:token`,
-      async ({ params }) => {
-        const s = await loadSubscription(ctx, params.token);
-        return s ? html(200, pages.subscribePage(s, linksOf(s, params.token))) : html(404, pages.invalidLinkPage());
-      },
-      { params: TokenParams },
-    )
+    .get(`${PATHS.subscribe}:token`, showPage((s, token) => pages.subscribePage(s, linksOf(s, token))), { params: TokenParams })
     .post(
       `${PATHS.subscribe}:token`,
-      async ({ params }) => {
-        const s = await changeSubscription(ctx, params.token, true, "subscribe-page");
-        return s ? html(200, pages.subscribedPage(s, linksOf(s, params.token))) : html(404, pages.invalidLinkPage());
-      },
-      { params: TokenParams, parse: ({ request }) => formFields(request) },
+      async ({ params }) => pageOr404(await changeSubscription(ctx, params.token, true, "subscribe-page"), (s) => pages.subscribedPage(s, linksOf(s, params.token))),
+      formRoute,
     )
-    .get(
-      `${PATHS.manage}:token`,
-      async ({ params }) => {
-        const s = await loadSubscription(ctx, params.token);
-        return s ? html(200, pages.managePage(s)) : html(404, pages.invalidLinkPage());
-      },
-      { params: TokenParams },
-    )
+    .get(`${PATHS.manage}:token`, showPage((s) => pages.managePage(s)), { params: TokenParams })
     .post(
       `${PATHS.manage}:token`,
       async ({ params, body }) => {
-        const fields = body as URLSearchParams;
-        const v = fields.get("subscribed");
-        if (v !== "true" && v !== "false") {
-          const s = await loadSubscription(ctx, params.token);
-          return s ? html(400, pages.managePage(s)) : html(404, pages.invalidLinkPage());
-        }
-        const s = await changeSubscription(ctx, params.token, v === "true", "manage-page");
-        return s ? html(200, pages.managePage(s, true)) : html(404, pages.invalidLinkPage());
+        const v = (body as URLSearchParams).get("subscribed");
+        if (v !== "true" && v !== "false") return pageOr404(await loadSubscription(ctx, params.token), (s) => pages.managePage(s), 400);
+        return pageOr404(await changeSubscription(ctx, params.token, v === "true", "manage-page"), (s) => pages.managePage(s, true));
       },
-      { params: TokenParams, parse: ({ request }) => formFields(request) },
+      formRoute,
     )
     .post(
       "/webhooks/sns",
