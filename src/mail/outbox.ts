@@ -18,7 +18,7 @@ import type { BuiltMessage } from "./build";
 import { InlineBuilder, WorkerBuilder, type MessageBuilder } from "./builder";
 import { ContentCache } from "./content-cache";
 import { createResolver } from "./dns";
-import { GroupCommit } from "./group-commit";
+import { GroupCommit } from "../db/group-commit";
 import { createMtaSts } from "./mta-sts";
 import { RouteCache } from "./mx";
 import { attemptLabel, nextState, type AttemptResult } from "./next-state";

@@ -1,7 +1,8 @@
 import type { AppContext } from "../context";
 import { safeFetch, type SafeFetchOutcome } from "../net/safe-fetch";
 import { signWebhook } from "./sign";
-import { dueDeliveries, endpointsWithDue, recordAttempt } from "./store";
+import { GroupCommit } from "../db/group-commit";
+import { dueDeliveries, endpointsWithDue, recordAttempts, type AttemptRecord } from "./store";
 
 /**
  * Sends the PENDING webhook_deliveries rows. The rows are the durable queue (written in the event
@@ -36,7 +37,10 @@ interface Row {
 interface Lane {
   ep: SendTarget;
   queue: Row[];
+  /** Started and not yet recorded (a read meanwhile must not queue them again). */
   inflight: Set<string>;
+  /** Requests on the wire (the per-endpoint cap); a request's slot frees when its response is in. */
+  sending: number;
   refilling: boolean;
   /** Set by forget(): nothing more starts from this lane (its in-flight attempts finish). */
   dead: boolean;
@@ -67,12 +71,20 @@ export class WebhookDispatcher {
   private again = false;
   private stopped = true;
   private tasks = new Set<Promise<void>>();
+  /** Attempt outcomes finishing within a few milliseconds of each other commit together. */
+  private readonly commits: GroupCommit<{ id: string; record: AttemptRecord }>;
 
   constructor(private readonly ctx: AppContext, opts: DispatcherOptions = {}) {
     this.perEndpoint = opts.perEndpoint ?? 8;
     this.global = opts.global ?? 64;
     this.pollMs = opts.pollMs ?? 500;
     this.timeoutMs = opts.timeoutMs ?? 10_000;
+    this.commits = new GroupCommit(
+      (items) => recordAttempts(this.ctx.db, items),
+      5,
+      () => this.running > 0, // another request on the wire will have an outcome to record soon
+      (count, e) => this.ctx.log.error("webhook attempts failed to record", { count, error: String(e) }),
+    );
   }
 
   start(): void {
@@ -85,6 +97,7 @@ export class WebhookDispatcher {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await Promise.allSettled([...this.tasks]);
+    await this.commits.flush();
   }
 
   /** New deliveries may be due (called after the feed's transaction commits, or soon after). */
@@ -137,12 +150,16 @@ export class WebhookDispatcher {
     if (this.stopped || this.running >= this.global) return;
     const now = this.ctx.clock.now();
     const cutoff = Date.now() - RECENT_MS;
-    for (const [id, f] of this.recent) if (f.at < cutoff) this.recent.delete(id);
+    // Oldest first (launch() re-inserts on finish): stop at the first one still recent.
+    for (const [id, f] of this.recent) {
+      if (f.at >= cutoff) break;
+      this.recent.delete(id);
+    }
     for (const ep of await endpointsWithDue(this.ctx.db, now)) {
       let lane = this.lanes.get(ep.id);
-      if (!lane) this.lanes.set(ep.id, (lane = { ep, queue: [], inflight: new Set(), refilling: false, dead: false }));
+      if (!lane) this.lanes.set(ep.id, (lane = { ep, queue: [], inflight: new Set(), sending: 0, refilling: false, dead: false }));
       lane.ep = ep;
-      if (!lane.queue.length && !lane.refilling && lane.inflight.size < this.perEndpoint) await this.refill(lane, now);
+      if (!lane.queue.length && !lane.refilling && lane.sending < this.perEndpoint) await this.refill(lane, now);
       this.launch(lane);
       if (this.running >= this.global) return;
     }
@@ -164,17 +181,26 @@ export class WebhookDispatcher {
 
   /** Starts queued rows of one lane up to the per-endpoint and global caps. */
   private launch(lane: Lane): void {
-    while (!lane.dead && lane.queue.length && lane.inflight.size < this.perEndpoint && this.running < this.global && !this.stopped) {
+    while (!lane.dead && lane.queue.length && lane.sending < this.perEndpoint && this.running < this.global && !this.stopped) {
       const row = lane.queue.shift()!;
       lane.inflight.add(row.id);
+      lane.sending++;
       this.running++;
-      const task = this.deliver(lane, row).finally(() => {
-        lane.inflight.delete(row.id);
-        this.recent.set(row.id, { seq: ++this.finishedSeq, at: Date.now() });
+      let slotHeld = true;
+      const freeSlot = () => {
+        if (!slotHeld) return;
+        slotHeld = false;
+        lane.sending--;
         this.running--;
+        this.launch(lane); // the next request need not wait for this one's commit
+      };
+      const task = this.deliver(lane, row, freeSlot).finally(() => {
+        freeSlot();
+        lane.inflight.delete(row.id);
+        this.recent.delete(row.id);
+        this.recent.set(row.id, { seq: ++this.finishedSeq, at: Date.now() });
         this.tasks.delete(task);
-        if (lane.queue.length) this.launch(lane);
-        else {
+        if (!lane.queue.length) {
           if (!lane.inflight.size && this.lanes.get(lane.ep.id) === lane) this.lanes.delete(lane.ep.id);
           this.wake();
         }
@@ -183,15 +209,16 @@ export class WebhookDispatcher {
     }
   }
 
-  /** One attempt of one delivery, then its outcome recorded (retry, delivered or failed). */
-  private async deliver(lane: Lane, row: Row): Promise<void> {
+  /** One attempt of one delivery (its slot freed once the response is in), then its outcome recorded (retry, delivered or failed). */
+  private async deliver(lane: Lane, row: Row, responded: () => void): Promise<void> {
     try {
       // Nothing is sent once the endpoint is disabled, deleted or changed (forget() killed its lane).
       if (lane.dead) return;
       const outcome = await this.send(lane.ep, row.id, row.payload);
-      await recordAttempt(this.ctx.db, row.id, this.decide(outcome, row.attempts + 1));
-    } catch (e) {
-      this.ctx.log.error("webhook delivery failed to record", { delivery: row.id, error: String(e) });
+      responded();
+      await this.commits.add({ id: row.id, record: this.decide(outcome, row.attempts + 1) });
+    } catch {
+      // logged by the group commit; the row stays PENDING and is sent again (at least once)
     }
   }
 

@@ -68,8 +68,16 @@ export interface AttemptRecord {
   now: number;
 }
 
-/** Records an attempt; only a row still PENDING changes (a deleted endpoint's rows are gone). */
-export async function recordAttempt(db: Kysely<DB>, id: string, r: AttemptRecord): Promise<void> {
+/** Records attempts in one transaction; only a row still PENDING changes (a deleted endpoint's rows are gone). */
+export async function recordAttempts(db: Kysely<DB>, attempts: { id: string; record: AttemptRecord }[]): Promise<void> {
+  if (!attempts.length) return;
+  await db.transaction().execute(async (trx) => {
+    for (const a of attempts) await recordAttempt(trx, a.id, a.record);
+  });
+}
+
+/** Records one attempt (the test ping); only a row still PENDING changes. */
+export async function recordAttempt(db: Kysely<DB> | Transaction<DB>, id: string, r: AttemptRecord): Promise<void> {
   await db
     .updateTable("webhook_deliveries")
     .set({

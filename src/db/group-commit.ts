@@ -1,7 +1,8 @@
 // Group commit: items that arrive within a few milliseconds of each other are written in one
 // transaction. Each caller waits for the commit of its own item; the first item of a group waits
-// at most `windowMs` for others, or not at all when `othersComing()` says none can come (every SMTP
-// connection is waiting for this commit).
+// at most `windowMs` for others, or not at all when `othersComing()` says none can come (e.g. every
+// SMTP connection is waiting for this commit). Used by the outbox (delivery outcomes) and the webhook
+// dispatcher (attempt outcomes).
 
 interface Waiting<T> {
   item: T;
