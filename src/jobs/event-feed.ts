@@ -8,6 +8,8 @@
  * Handlers only write to the database (no network, no long work: enqueue a job for that). Writers of
  * events call `notifyEvents` after their commit, which wakes the feed; a slow poll is the safety net.
  * A consumer seen for the first time starts at the current end of the log (history is not replayed).
+ * While every cursor stands at the same place (the usual case) one transaction reads a batch once,
+ * hands it to every consumer and moves all cursors; otherwise each consumer steps on its own.
  * A batch whose handler throws is retried one event at a time; an event that still fails alone is
  * logged and skipped, so one poisoned event never stops a consumer.
  */
@@ -38,9 +40,6 @@ interface Consumer {
   name: string;
   handler: FeedHandler;
   names?: (name: string) => boolean;
-  /** The pump of this consumer while one runs; a wake during it asks for one more round. */
-  pumping: Promise<void> | null;
-  again: boolean;
 }
 
 export interface EventFeedOptions {
@@ -53,6 +52,9 @@ export class EventFeed {
   private stopped = true;
   private timer: ReturnType<typeof setTimeout> | null = null;
   private wakeQueued = false;
+  /** The pump while one runs; a wake during it asks for one more round. */
+  private pumping: Promise<void> | null = null;
+  private again = false;
   private readonly batchSize: number;
   private readonly pollMs: number;
 
@@ -69,7 +71,7 @@ export class EventFeed {
   /** Registers a consumer (at install time, before start). The name is its durable identity. */
   subscribe(name: string, handler: FeedHandler, opts: SubscribeOptions = {}): void {
     if (this.consumers.has(name)) throw new Error(`event feed consumer "${name}" registered twice`);
-    this.consumers.set(name, { name, handler, names: opts.names, pumping: null, again: false });
+    this.consumers.set(name, { name, handler, names: opts.names });
   }
 
   /** Creates missing cursors at the end of the log, then starts following it. */
@@ -93,7 +95,7 @@ export class EventFeed {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    await Promise.allSettled([...this.consumers.values()].map((c) => c.pumping));
+    await this.pumping?.catch(() => {});
   }
 
   /** New events were committed: let every consumer catch up (coalesced to one round per turn). */
@@ -102,16 +104,14 @@ export class EventFeed {
     this.wakeQueued = true;
     queueMicrotask(() => {
       this.wakeQueued = false;
-      for (const c of this.consumers.values()) void this.pump(c);
+      void this.pump();
     });
   }
 
   /** Runs every consumer until it has reached the end of the log (tests). */
   async drain(): Promise<void> {
-    for (const c of this.consumers.values()) {
-      if (c.pumping) await c.pumping;
-      while ((await this.step(c)) === this.batchSize) {}
-    }
+    if (this.pumping) await this.pumping;
+    while ((await this.stepAll()) === this.batchSize) {}
   }
 
   private poll(): void {
@@ -123,24 +123,70 @@ export class EventFeed {
     }, this.pollMs);
   }
 
-  private pump(c: Consumer): Promise<void> {
-    if (c.pumping) {
-      c.again = true;
-      return c.pumping;
+  private pump(): Promise<void> {
+    if (this.pumping) {
+      this.again = true;
+      return this.pumping;
     }
-    c.pumping = (async () => {
+    this.pumping = (async () => {
       try {
         do {
-          c.again = false;
-          while (!this.stopped && (await this.step(c)) === this.batchSize) {}
-        } while (c.again && !this.stopped);
+          this.again = false;
+          while (!this.stopped && (await this.stepAll()) === this.batchSize) {}
+        } while (this.again && !this.stopped);
       } catch (e) {
-        this.log.error("event feed consumer failed", { consumer: c.name, error: String((e as Error)?.stack ?? e) });
+        this.log.error("event feed failed", { error: String((e as Error)?.stack ?? e) });
       } finally {
-        c.pumping = null;
+        this.pumping = null;
       }
     })();
-    return c.pumping;
+    return this.pumping;
+  }
+
+  /**
+   * One batch for every consumer: read once and handed to each in one transaction when their cursors
+   * agree; each on its own (step) when they do not, or when a handler failed. Returns the most log
+   * rows any consumer read (== batchSize: more may follow).
+   */
+  private async stepAll(): Promise<number> {
+    const consumers = [...this.consumers.values()];
+    if (!consumers.length) return 0;
+    const names = consumers.map((c) => c.name);
+    try {
+      return await this.db.transaction().execute(async (trx) => {
+        const cursors = await trx.selectFrom("event_cursors").select("last_seq").where("consumer", "in", names).execute();
+        if (cursors.length !== consumers.length || cursors.some((c) => c.last_seq !== cursors[0]!.last_seq)) throw new Diverged();
+        const rows = await this.readAfter(trx, cursors[0]!.last_seq);
+        if (!rows.length) return 0;
+        const events = rows.map(toFeedEvent);
+        for (const c of consumers) {
+          const mine = c.names ? events.filter((e) => c.names!(e.name)) : events;
+          if (!mine.length) continue;
+          try {
+            await c.handler(trx, mine);
+          } catch (e) {
+            throw new BatchFailed(e);
+          }
+        }
+        await trx.updateTable("event_cursors").set({ last_seq: rows[rows.length - 1]!.seq, updated_at: this.clock.now() }).where("consumer", "in", names).execute();
+        return rows.length;
+      });
+    } catch (e) {
+      if (!(e instanceof Diverged) && !(e instanceof BatchFailed)) throw e;
+      let most = 0;
+      for (const c of consumers) most = Math.max(most, await this.step(c));
+      return most;
+    }
+  }
+
+  private readAfter(db: Kysely<DB> | Transaction<DB>, seq: number) {
+    return db
+      .selectFrom("events")
+      .select(["seq", "id", "project_id", "contact_id", "name", "data", "email_id", "created_at"])
+      .where("seq", ">", seq)
+      .orderBy("seq")
+      .limit(this.batchSize)
+      .execute();
   }
 
   /** One batch for one consumer. Returns how many log rows it read (== batchSize: more may follow). */
@@ -148,13 +194,7 @@ export class EventFeed {
     const rows = await this.db.transaction().execute(async (trx) => {
       const cursor = await trx.selectFrom("event_cursors").select("last_seq").where("consumer", "=", c.name).executeTakeFirst();
       if (!cursor) return [];
-      const rows = await trx
-        .selectFrom("events")
-        .select(["seq", "id", "project_id", "contact_id", "name", "data", "email_id", "created_at"])
-        .where("seq", ">", cursor.last_seq)
-        .orderBy("seq")
-        .limit(this.batchSize)
-        .execute();
+      const rows = await this.readAfter(trx, cursor.last_seq);
       if (!rows.length) return rows;
       const events = rows.filter((r) => !c.names || c.names(r.name)).map(toFeedEvent);
       if (events.length) {
@@ -177,13 +217,7 @@ export class EventFeed {
   private async stepOneByOne(c: Consumer): Promise<unknown[]> {
     const cursor = await this.db.selectFrom("event_cursors").select("last_seq").where("consumer", "=", c.name).executeTakeFirst();
     if (!cursor) return [];
-    const rows = await this.db
-      .selectFrom("events")
-      .select(["seq", "id", "project_id", "contact_id", "name", "data", "email_id", "created_at"])
-      .where("seq", ">", cursor.last_seq)
-      .orderBy("seq")
-      .limit(this.batchSize)
-      .execute();
+    const rows = await this.readAfter(this.db, cursor.last_seq);
     for (const row of rows) {
       const ev = toFeedEvent(row);
       const wanted = !c.names || c.names(ev.name);
@@ -204,6 +238,9 @@ export class EventFeed {
     await db.updateTable("event_cursors").set({ last_seq: seq, updated_at: this.clock.now() }).where("consumer", "=", c.name).execute();
   }
 }
+
+/** The consumers' cursors stand at different places: each steps on its own. */
+class Diverged extends Error {}
 
 class BatchFailed extends Error {
   constructor(readonly cause: unknown) {
