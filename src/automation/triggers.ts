@@ -17,6 +17,16 @@ export async function onFeedEvents(ctx: AppContext, trx: Transaction<DB>, events
   const names = [...new Set(events.map((e) => e.name))];
   const projects = [...new Set(events.map((e) => e.projectId))];
   const contacts = [...new Set(events.map((e) => e.contactId))];
+  // Most batches resume nothing: one small look-up (few projects and names, a stable statement)
+  // before the one that lists the batch's contacts.
+  const anyWaiting = await trx
+    .selectFrom("workflow_executions")
+    .select("id")
+    .where("project_id", "in", projects)
+    .where("wait_event", "in", names)
+    .where("status", "=", "WAITING")
+    .limit(1)
+    .executeTakeFirst();
   const [workflows, waiting] = await Promise.all([
     trx
       .selectFrom("workflows")
@@ -27,13 +37,15 @@ export async function onFeedEvents(ctx: AppContext, trx: Transaction<DB>, events
       .where("trigger_event", "in", names)
       .orderBy("created_at")
       .execute(),
-    trx
-      .selectFrom("workflow_executions")
-      .select(["id", "project_id", "contact_id", "wait_event", "wait_seq", "step_seq", "job_id"])
-      .where("status", "=", "WAITING")
-      .where("contact_id", "in", contacts)
-      .where("wait_event", "in", names)
-      .execute(),
+    anyWaiting
+      ? trx
+          .selectFrom("workflow_executions")
+          .select(["id", "project_id", "contact_id", "wait_event", "wait_seq", "step_seq", "job_id"])
+          .where("status", "=", "WAITING")
+          .where("contact_id", "in", contacts)
+          .where("wait_event", "in", names)
+          .execute()
+      : [],
   ]);
   if (!workflows.length && !waiting.length) return;
   const now = ctx.clock.now();
