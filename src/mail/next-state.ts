@@ -69,40 +69,36 @@ export function nextState(row: AttemptRow, result: AttemptResult, schedule: Retr
     if (row.project_id && row.contact_id) events.push({ projectId: row.project_id, contactId: row.contact_id, name, data, emailId: row.id });
   };
   const reply = result.reply.slice(0, MAX_REPLY);
+  // Every event of a campaign email names its campaign (the analytics rollups count from it).
+  const about = { emailId: row.id, to: row.to_email, ...(row.campaign_id ? { campaignId: row.campaign_id } : {}) };
   const base = { id: row.id, reply, bounce: false, events };
 
   if (result.kind === "suppressed") {
-    event("email.suppressed", { emailId: row.id, to: row.to_email, reply });
+    event("email.suppressed", { ...about, reply });
     return { ...base, status: "SUPPRESSED", host: null, attempted: false };
   }
   if (result.kind === "unsendable") {
-    event("email.failed", { emailId: row.id, to: row.to_email, reply, attempt: row.attempts + 1 });
+    event("email.failed", { ...about, reply, attempt: row.attempts + 1 });
     return { ...base, status: "FAILED", host: null, attempted: false };
   }
 
   const host = result.host ?? null;
   if (row.attempts === 0) {
-    event("email.sent", {
-      emailId: row.id,
-      to: row.to_email,
-      sourceType: row.source_type,
-      ...(row.campaign_id ? { campaignId: row.campaign_id } : {}),
-      ...(row.template_id ? { templateId: row.template_id } : {}),
-    });
+    event("email.sent", { ...about, sourceType: row.source_type, ...(row.template_id ? { templateId: row.template_id } : {}) });
   }
   const attempted = { ...base, host, attempted: true };
   switch (result.kind) {
     case "delivered":
       if (schedule.relay) return { ...attempted, status: "SENT" };
-      event("email.delivery", { emailId: row.id, to: row.to_email, mxHost: host, reply });
+      event("email.delivery", { ...about, mxHost: host, reply });
       return { ...attempted, status: "DELIVERED" };
     case "bounced":
-      event("email.bounce", { emailId: row.id, to: row.to_email, code: result.code, reply, type: "hard" });
+      event("email.bounce", { ...about, code: result.code, reply, type: "hard" });
       return { ...attempted, status: "BOUNCED", bounce: true };
     case "deferred": {
       // Every retry and the final failure are on the contact's trail too, with the remote reply.
       const wait = schedule.delaysMs[row.attempts];
-      const attempt = { emailId: row.id, to: row.to_email, code: result.code, reply, attempt: row.attempts + 1, ...(host ? { mxHost: host } : {}) };
+      const attempt = { ...about, code: result.code, reply, attempt: row.attempts + 1, ...(host ? { mxHost: host } : {}) };
       if (wait === undefined) {
         event("email.failed", attempt);
         return { ...attempted, status: "FAILED" };

@@ -75,6 +75,7 @@ describe("nextState", () => {
     expect(s.events[1]!.data).toEqual({
       emailId: "e1",
       to: "ann@example.com",
+      campaignId: "cmp1",
       code: 451,
       reply: "451 4.7.1 greylisted",
       attempt: 1,

@@ -73,12 +73,19 @@ const CAMPAIGN_EVENTS: Record<string, CampaignCounter> = {
   "email.complaint": "complained",
 };
 
+/** Since when (this process's start) every email.* event of a campaign email carries its campaignId. */
+const NAMED_SINCE = Date.now();
+
 /** Campaign counters from the email.* events of campaign emails (unique per email, see migration 011). */
 async function foldCampaignEvents(trx: Transaction<DB>, events: FeedEvent[]): Promise<void> {
   const mine = events.filter((e) => e.emailId && CAMPAIGN_EVENTS[e.name]);
   if (!mine.length) return;
+  // Every email.* event written by this version names its campaign (data.campaignId) when it has one;
+  // events a previous version wrote before this process started are looked up.
   const campaignOf = new Map<string, string>();
-  const emailIds = [...new Set(mine.map((e) => e.emailId!))];
+  for (const e of mine) if (typeof e.data?.campaignId === "string") campaignOf.set(e.emailId!, e.data.campaignId);
+  const unknown = mine.filter((e) => !campaignOf.has(e.emailId!) && e.createdAt < NAMED_SINCE);
+  const emailIds = [...new Set(unknown.map((e) => e.emailId!))];
   for (let i = 0; i < emailIds.length; i += 500) {
     const rows = await trx
       .selectFrom("emails")
