@@ -2,9 +2,9 @@
 // moved across days; top-events ordering and trend; campaign figures' shapes; window validation.
 import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { RCPT, SENDER, sendEnv, waitForView } from "../send/support";
-import type { DeliveryEnv } from "../mail/helpers";
+import type { DeliveryEnv } from "../support/delivery";
 import { createAccount, type Account } from "../support/server";
-import { hrefs, imgSrcs } from "../tracking/fixtures";
+import { hrefs, imgSrcs } from "../tracking/support";
 
 setDefaultTimeout(30_000); // the machine is shared; nothing here asserts timings
 

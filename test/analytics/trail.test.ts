@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "
 import { insertContent, insertEmails } from "../../src/mail/enqueue";
 import { wakeOutbox } from "../../src/mail/outbox";
 import { RCPT, SENDER, sendEnv, waitForView } from "../send/support";
-import type { DeliveryEnv } from "../mail/helpers";
-import { hrefs, imgSrcs } from "../tracking/fixtures";
+import type { DeliveryEnv } from "../support/delivery";
+import { hrefs, imgSrcs } from "../tracking/support";
 
 setDefaultTimeout(30_000); // the machine is shared; nothing here asserts timings
 

@@ -5,10 +5,10 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 setDefaultTimeout(30_000);
 import { consumeQuota } from "../../src/modules/billing";
 import { expectEnvelope } from "../blackbox/support";
-import type { DeliveryEnv } from "../mail/helpers";
+import type { DeliveryEnv } from "../support/delivery";
 import { RCPT, SENDER, sendEnv, waitForView } from "../send/support";
-import { plainMessage } from "../inbound/fixtures";
-import { sendSmtp } from "../inbound/smtp-client";
+import { plainMessage } from "../inbound/support";
+import { sendSmtp } from "../support/smtp-client";
 import { createAccount, freeTcpPort, type Account } from "../support/server";
 
 let env: DeliveryEnv;

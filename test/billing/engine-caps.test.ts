@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { expectEnvelope } from "../blackbox/support";
 import { addContacts, createCampaign, getCampaign, waitForCampaign } from "../campaigns/support";
-import type { DeliveryEnv } from "../mail/helpers";
+import type { DeliveryEnv } from "../support/delivery";
 import { RCPT, SENDER, sendEnv } from "../send/support";
 
 setDefaultTimeout(30_000);

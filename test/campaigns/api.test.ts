@@ -1,7 +1,7 @@
 // The campaign API per spec + decisions: shapes, status codes, state refusals, and delivery to the
 // smtp-server sink (recipient sets, headers and footer per type, DKIM, variables, stats).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { DeliveryEnv } from "../mail/helpers";
+import type { DeliveryEnv } from "../support/delivery";
 import { sendEnv, verifyDkim } from "../send/support";
 import { addContacts, campaignBody, createCampaign, getCampaign, RCPT, SENDER, waitForCampaign } from "./support";
 

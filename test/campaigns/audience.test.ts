@@ -1,7 +1,7 @@
 // SEGMENT and FILTERED audiences (the condition compiler of issue 13): exact recipient sets at the
 // sink, 422 paths for bad trees, empty audience 400, unsubscribed contacts never in MARKETING.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import type { DeliveryEnv } from "../mail/helpers";
+import type { DeliveryEnv } from "../support/delivery";
 import { sendEnv } from "../send/support";
 import { addContacts, createCampaign, RCPT, waitForCampaign } from "./support";
 

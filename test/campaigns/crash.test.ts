@@ -7,7 +7,7 @@ import { afterAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { uploadCsv } from "../audience/helpers";
+import { uploadCsv } from "../audience/support";
 import { addVerifiedDomain } from "../domains/support";
 import { startDns } from "../support/dns";
 import { createAccount, makeApi, spawnServer, type Api, type SpawnedServer } from "../support/server";

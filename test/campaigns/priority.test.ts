@@ -2,8 +2,8 @@
 // is delivering overtakes the campaign's queue (issue 14's 2 s bar is measured by the campaign bench). Then the campaign is cancelled
 // mid-send: its emails not yet handed to SMTP become CANCELLED and the campaign CANCELLED.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { uploadCsv } from "../audience/helpers";
-import type { DeliveryEnv } from "../mail/helpers";
+import { uploadCsv } from "../audience/support";
+import type { DeliveryEnv } from "../support/delivery";
 import { sendEnv } from "../send/support";
 import { createCampaign, getCampaign, RCPT, SENDER } from "./support";
 

@@ -1,5 +1,5 @@
 // Campaign test helpers: contacts through the API, a campaign body, waiting for a status.
-import type { DeliveryEnv } from "../mail/helpers";
+import type { DeliveryEnv } from "../support/delivery";
 import { RCPT, SENDER } from "../send/support";
 
 export { RCPT, SENDER };

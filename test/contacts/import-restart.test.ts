@@ -2,7 +2,7 @@
 import { expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { createAccount, startServer } from "../support/server";
-import { uploadCsv } from "../audience/helpers";
+import { uploadCsv } from "../audience/support";
 
 test("an import interrupted by a shutdown resumes after restart: every row imported exactly once", async () => {
   const first = await startServer();

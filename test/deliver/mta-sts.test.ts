@@ -3,11 +3,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mxMatches, parsePolicy } from "../../src/mail/mta-sts";
 import { wakeOutbox } from "../../src/mail/outbox";
-import { enqueueDirect, waitForStatus } from "../mail/helpers";
+import { enqueueDirect, waitForStatus } from "../support/delivery";
 import { startDns, type TestDns } from "../support/dns";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
 import { startSmtpSink, type SmtpSink } from "../support/smtp-sink";
-import { makeCa, type TestCa } from "./certs";
+import { makeCa, type TestCa } from "../support/certs";
 
 const POLICIES: Record<string, string> = {
   "mta-sts.enforce.example": "version: STSv1\nmode: enforce\nmx: mx.enforce.example\nmax_age: 86400\n",

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { EventFeed, type FeedEvent } from "../../src/jobs/event-feed";
-import { track } from "../audience/helpers";
+import { track } from "../audience/support";
 import { createAccount, startServer, type TestServer } from "../support/server";
 
 let srv: TestServer;

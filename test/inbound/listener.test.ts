@@ -13,9 +13,9 @@ import {
   insertEmail,
   suppression,
   verifiedDomain,
-} from "../tracking/fixtures";
-import { arfReport, delayedDsn, gmailBounce, plainMessage, postfixBounce } from "./fixtures";
-import { ehloLines, sendSmtp } from "./smtp-client";
+} from "../tracking/support";
+import { arfReport, delayedDsn, gmailBounce, plainMessage, postfixBounce } from "./support";
+import { ehloLines, sendSmtp } from "../support/smtp-client";
 
 describe("inbound SMTP listener", () => {
   let srv: TestServer;

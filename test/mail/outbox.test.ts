@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startServer } from "../support/server";
 import { startSmtpSink } from "../support/smtp-sink";
-import { deliveryEnv, emailRow, enqueueDirect, waitForStatus, type DeliveryEnv } from "./helpers";
+import { deliveryEnv, emailRow, enqueueDirect, waitForStatus, type DeliveryEnv } from "../support/delivery";
 
 let env: DeliveryEnv;
 beforeAll(async () => {

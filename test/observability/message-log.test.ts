@@ -3,7 +3,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import parsePrometheusTextFormat from "parse-prometheus-text-format";
 import { createAccount } from "../support/server";
 import { RCPT, SENDER, sendEnv, waitForView } from "../send/support";
-import type { DeliveryEnv } from "../mail/helpers";
+import type { DeliveryEnv } from "../support/delivery";
 
 let env: DeliveryEnv;
 beforeAll(async () => {

@@ -4,10 +4,10 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { projectTables } from "../../src/modules/projects/reset-store";
 import { expectEnvelope } from "../blackbox/support";
-import type { DeliveryEnv } from "../mail/helpers";
+import type { DeliveryEnv } from "../support/delivery";
 import { RCPT, SENDER, sendEnv, waitForView } from "../send/support";
 import { createAccount, type Account } from "../support/server";
-import { IMAGES } from "../uploads/images";
+import { IMAGES } from "../uploads/support";
 
 setDefaultTimeout(30_000);
 

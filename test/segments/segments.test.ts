@@ -2,7 +2,7 @@
 // members lists, STATIC members, compute/refresh with entry/exit events, automatic movement of
 // tracked segments after contact writes, the sweep, usage and tenant isolation.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { track, uploadCsv } from "../audience/helpers";
+import { track, uploadCsv } from "../audience/support";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
 
 let srv: TestServer;

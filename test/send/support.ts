@@ -4,7 +4,7 @@ import { Resolver } from "node:dns/promises";
 import { authenticate } from "mailauth";
 import type { Config } from "../../src/config";
 import { addVerifiedDomain } from "../domains/support";
-import { deliveryEnv, type DeliveryEnv } from "../mail/helpers";
+import { deliveryEnv, type DeliveryEnv } from "../support/delivery";
 import type { SinkOptions } from "../support/smtp-sink";
 import type { TestServer } from "../support/server";
 

@@ -5,12 +5,12 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { insertContent, insertEmails } from "../../src/mail/enqueue";
 import { wakeOutbox } from "../../src/mail/outbox";
 import { addVerifiedDomain } from "../domains/support";
-import { sendSmtp } from "../inbound/smtp-client";
-import { arfReport, postfixBounce } from "../inbound/fixtures";
+import { sendSmtp } from "../support/smtp-client";
+import { arfReport, postfixBounce } from "../inbound/support";
 import { startDns, type TestDns } from "../support/dns";
 import { createAccount, freeTcpPort, startServer, type Account, type TestServer } from "../support/server";
 import { startSmtpSink, type SmtpSink } from "../support/smtp-sink";
-import { contactRow, emailRow, eventsOf, hrefs, imgSrcs, suppression } from "./fixtures";
+import { contactRow, emailRow, eventsOf, hrefs, imgSrcs, suppression } from "./support";
 
 describe("delivered mail: headers, footer, tracking and feedback", () => {
   let dns: TestDns;

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { decorateMessage } from "../../src/mail/tracking";
 import { campaignEngagement } from "../../src/modules/tracking/engagement";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
-import { emailRow, eventsOf, hrefs, imgSrcs, insertContact, insertEmail } from "./fixtures";
+import { emailRow, eventsOf, hrefs, imgSrcs, insertContact, insertEmail } from "./support";
 
 describe("opens and clicks over HTTP", () => {
   let srv: TestServer;

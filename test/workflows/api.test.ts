@@ -2,7 +2,7 @@
 // (DELAY, SEND_EMAIL, UPDATE_CONTACT, CONDITION, EXIT), cancel, re-entry, upcoming, isolation.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sendEnv, SENDER, RCPT } from "../send/support";
-import type { DeliveryEnv } from "../mail/helpers";
+import type { DeliveryEnv } from "../support/delivery";
 import { createAccount } from "../support/server";
 import { addStep, chain, contact, createWorkflow, execution, executions, link, must, start, waitForExecution, type Ctx } from "./support";
 

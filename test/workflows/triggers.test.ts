@@ -1,7 +1,7 @@
 // Event triggers (client and system events through the event feed), WAIT_FOR_EVENT both ways,
 // re-entry on triggers, and the welcome email rendered with the triggering event's data.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import type { DeliveryEnv } from "../mail/helpers";
+import type { DeliveryEnv } from "../support/delivery";
 import { RCPT, SENDER, sendEnv } from "../send/support";
 import { addStep, chain, contact, createWorkflow, executions, link, must, waitForExecution, type Ctx } from "./support";
 

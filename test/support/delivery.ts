@@ -2,9 +2,9 @@
 import type { Config } from "../../src/config";
 import { insertContent, insertEmails, type NewContent } from "../../src/mail/enqueue";
 import { wakeOutbox } from "../../src/mail/outbox";
-import { startDns, type TestDns } from "../support/dns";
-import { createAccount, startServer, type Account, type TestServer } from "../support/server";
-import { startSmtpSink, type SinkOptions, type SmtpSink } from "../support/smtp-sink";
+import { startDns, type TestDns } from "./dns";
+import { createAccount, startServer, type Account, type TestServer } from "./server";
+import { startSmtpSink, type SinkOptions, type SmtpSink } from "./smtp-sink";
 
 export interface DeliveryEnv {
   dns: TestDns;
