@@ -4,8 +4,9 @@
 import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { insertContent, insertEmails } from "../../src/mail/enqueue";
 import { wakeOutbox } from "../../src/mail/outbox";
-import { RCPT, SENDER, sendEnv, waitForView } from "../send/support";
+import { RCPT, SENDER, emailView, sendEnv, waitForView } from "../send/support";
 import type { DeliveryEnv } from "../support/delivery";
+import { waitFor } from "../support/wait";
 import { hrefs, imgSrcs } from "../tracking/support";
 
 setDefaultTimeout(30_000); // the machine is shared; nothing here asserts timings
@@ -30,14 +31,8 @@ const moveClock = (ms: number) => {
   wakeOutbox(env.srv.ctx);
 };
 
-async function waitForAttempts(id: string, n: number) {
-  for (let i = 0; i < 500; i++) {
-    const v = await env.srv.api(`/emails/${id}`, { key });
-    if (v.body.attempts >= n) return v.body;
-    await Bun.sleep(20);
-  }
-  throw new Error(`email ${id}: fewer than ${n} attempts`);
-}
+const waitForAttempts = (id: string, n: number) =>
+  waitFor(() => emailView(env.srv, key, id), { until: (v) => v.attempts >= n, what: `email ${id} with ${n} attempts` });
 
 /** The contact's activity, oldest first. */
 async function trail(contactId: string) {

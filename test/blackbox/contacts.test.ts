@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
+import { waitFor } from "../support/wait";
 import { expectBare400, expectCursorPage, expectEnvelope, expectOk, expectValidation, isIsoDate, newProject, NO_SUCH_ID } from "./support";
 
 
@@ -35,14 +36,13 @@ function expectContact(c: any) {
 
 /** Runs queued jobs, then polls a job status URL until it is completed or failed. */
 async function waitJob(path: string, who: Account = acc) {
-  for (let i = 0; i < 100; i++) {
+  const job = async () => {
     await srv.drainJobs();
     const res = await srv.api(path, { key: who.secretKey });
     expect(res.status).toBe(200);
-    if (res.body.state === "completed" || res.body.state === "failed") return res.body;
-    await Bun.sleep(20);
-  }
-  throw new Error(`job ${path} did not finish`);
+    return res.body;
+  };
+  return waitFor(job, { until: (j) => j.state === "completed" || j.state === "failed", what: `job ${path} to finish` });
 }
 
 describe("POST /contacts (upsert by email)", () => {

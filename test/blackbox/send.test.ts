@@ -7,6 +7,7 @@ import { addVerifiedDomain, type DomainView } from "../domains/support";
 import { startDns, type TestDns } from "../support/dns";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
 import { startSmtpSink, type SmtpSink } from "../support/smtp-sink";
+import { waitFor } from "../support/wait";
 import { expectCursorPage, expectEnvelope, expectOk, expectValidation, isIsoDate, newProject, NO_SUCH_ID, UUID } from "./support";
 
 
@@ -44,27 +45,22 @@ const lookup = async (email: string, who: Account = acc) =>
 const email = (id: string) => srv.api(`/emails/${id}`, { key: acc.secretKey });
 
 /** Polls GET /emails/:id (moving queued work along) until its status is one of `want`. */
-async function waitStatus(id: string, want: string[], advanceMs = 0) {
-  let last: any;
-  for (let i = 0; i < 200; i++) {
+function waitStatus(id: string, want: string[], advanceMs = 0) {
+  const view = async () => {
     if (advanceMs) srv.clock.advance(advanceMs);
     await srv.drainJobs();
-    last = (await email(id)).body;
-    if (want.includes(last.status)) return last;
-    await Bun.sleep(20);
-  }
-  throw new Error(`email ${id} stayed ${last?.status}, wanted ${want.join("|")}`);
+    return (await email(id)).body;
+  };
+  return waitFor(view, { until: (v) => want.includes(v.status), what: `email ${id} ${want.join("|")}` });
 }
 
-async function messageFor(address: string, timeoutMs = 5000) {
-  const t0 = Date.now();
-  for (;;) {
-    const m = sink.byRecipient(address);
-    if (m.length) return m[m.length - 1]!;
-    if (Date.now() - t0 > timeoutMs) throw new Error(`no message for ${address}`);
+/** The newest message the sink received for `address` (running queued work meanwhile). */
+async function messageFor(address: string) {
+  const received = async () => {
     await srv.drainJobs();
-    await Bun.sleep(20);
-  }
+    return sink.byRecipient(address).at(-1);
+  };
+  return waitFor(received, { what: `a message for ${address}` });
 }
 
 describe("POST /v1/send: request and response", () => {
@@ -403,11 +399,11 @@ describe("GET /emails after sends", () => {
     const other = rcpt("log");
     expectOk(await srv.api("/v1/send", { key: p.secretKey, body: { to: other, from: "a@log.bb.example", subject: "other", body: "b" } }));
     for (const id of ids) {
-      for (let i = 0; i < 100; i++) {
+      const view = async () => {
         await srv.drainJobs();
-        if ((await srv.api(`/emails/${id}`, { key: p.secretKey })).body.status === "DELIVERED") break;
-        await Bun.sleep(20);
-      }
+        return (await srv.api(`/emails/${id}`, { key: p.secretKey })).body;
+      };
+      await waitFor(view, { until: (v) => v.status === "DELIVERED", what: `email ${id} DELIVERED` });
     }
     const byTo = await srv.api(`/emails?to=${encodeURIComponent(to)}`, { key: p.secretKey });
     expectCursorPage(byTo);
@@ -448,24 +444,21 @@ describe("sending reputation (decisions.md: >10% bounces over at least 100 sends
     for (let i = 0; i < all.length; i += 50) {
       expectOk(await srv.api("/v1/send", { key: p.secretKey, body: { to: all.slice(i, i + 50), from: `a@${domainName}`, subject: "s", body: "b" } }));
     }
-    for (let i = 0; i < 250; i++) {
+    const outstanding = async () => {
       await srv.drainJobs();
-      const r = await srv.api("/emails?status=PENDING", { key: p.secretKey });
-      const s2 = await srv.api("/emails?status=SENDING", { key: p.secretKey });
-      if (r.status === 403 || (r.body.total === 0 && s2.body.total === 0)) break;
-      await Bun.sleep(20);
-    }
+      const pending = await srv.api("/emails?status=PENDING", { key: p.secretKey });
+      const sending = await srv.api("/emails?status=SENDING", { key: p.secretKey });
+      return { status: pending.status, pending: pending.body.total, sending: sending.body.total };
+    };
+    await waitFor(outstanding, { until: (o) => o.status === 403 || (o.pending === 0 && o.sending === 0), what: "every outcome of the 100 sends" });
     return p;
   }
-  async function waitDisabled(p: Account) {
-    let last: any;
-    for (let i = 0; i < 100; i++) {
+  function waitDisabled(p: Account) {
+    const list = async () => {
       await srv.drainJobs();
-      last = await srv.api("/emails?limit=1", { key: p.secretKey });
-      if (last.status === 403) break;
-      await Bun.sleep(20);
-    }
-    return last;
+      return srv.api("/emails?limit=1", { key: p.secretKey });
+    };
+    return waitFor(list, { until: (res) => res.status === 403, what: "the project to be disabled" });
   }
 
   test("once over the threshold, the next hard bounce disables the project: 403 PROJECT_DISABLED, reason EMAIL_REPUTATION", async () => {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createAccount, startServer, type TestServer } from "../support/server";
+import { waitFor } from "../support/wait";
 import { track } from "../audience/support";
 
 let srv: TestServer;
@@ -167,7 +168,7 @@ describe("POST /v1/track", () => {
     try {
       await track(srv.api, acc.publicKey, { email: "h@example.com", event: "signup", subscribed: false, data: { plan: "pro" } });
       await track(srv.api, acc.publicKey, { email: "h@example.com", event: "upgrade", subscribed: true });
-      for (let i = 0; i < 50 && seen.length < 3; i++) await Bun.sleep(5);
+      await waitFor(() => seen.length, { until: (n) => n >= 3, intervalMs: 5, what: "3 events at the hook" });
       expect(seen).toEqual([
         { name: "signup", stored: true, data: { plan: "pro" } },
         { name: "contact.subscribed", stored: true, data: { source: "track" } },

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startServer } from "../support/server";
 import { startSmtpSink } from "../support/smtp-sink";
+import { waitFor } from "../support/wait";
 import { deliveryEnv, emailRow, enqueueDirect, waitForStatus, type DeliveryEnv } from "../support/delivery";
 
 let env: DeliveryEnv;
@@ -57,9 +58,7 @@ describe("outbox", () => {
     const [id] = await enqueueDirect(env.srv, env.acct.projectId, content, [{ email: "cat@fail.test" }]);
     await waitForStatus(env.srv, id!, "DEFERRED");
     await moveClock(1100);
-    await waitForStatus(env.srv, id!, "DEFERRED").then(async (r) => {
-      for (let i = 0; i < 200 && (await emailRow(env.srv, id!)).attempts < 2; i++) await Bun.sleep(20);
-    });
+    await waitFor(() => emailRow(env.srv, id!), { until: (r) => r.status === "DEFERRED" && r.attempts === 2, what: "the second deferral" });
     await moveClock(2100);
     const row = await waitForStatus(env.srv, id!, "FAILED");
     expect(row.attempts).toBe(3);

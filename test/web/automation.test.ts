@@ -7,6 +7,7 @@ import { addVerifiedDomain } from "../domains/support";
 import { startDns, type TestDns } from "../support/dns";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
 import { startSmtpSink, type SmtpSink } from "../support/smtp-sink";
+import { waitFor } from "../support/wait";
 import { MODULES } from "../../src/modules";
 import { launchBrowser, newPage, pageErrors, screenshot } from "./browser";
 
@@ -59,16 +60,6 @@ afterAll(async () => {
 });
 
 const key = () => acc.secretKey;
-
-async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, what: string, ms = 15_000): Promise<T> {
-  const t0 = Date.now();
-  for (;;) {
-    const v = await fn();
-    if (ok(v)) return v;
-    if (Date.now() - t0 > ms) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v)}`);
-    await Bun.sleep(100);
-  }
-}
 
 describe.skipIf(missing.length > 0)("audience and automation", () => {
   test("segments: build a condition with a live count, save it, see its members", async () => {
@@ -167,7 +158,12 @@ describe.skipIf(missing.length > 0)("audience and automation", () => {
     const mail = msgs.find((m) => m.to.includes("newbie@people.example"))!;
     expect((await mail.parse()).subject).toBe("Welcome Newbie");
 
-    await until(async () => (await srv.api(`/workflows/${wf.id}/executions`, { key: key() })).body.data, (d: any[]) => d[0]?.status === "COMPLETED", "execution");
+    await waitFor(async () => (await srv.api(`/workflows/${wf.id}/executions`, { key: key() })).body.data as any[], {
+      until: (d) => d[0]?.status === "COMPLETED",
+      timeoutMs: 15_000,
+      intervalMs: 100,
+      what: "the execution COMPLETED",
+    });
     await page.getByRole("button", { name: "Refresh" }).click();
     await page.getByRole("button", { name: "Step log" }).first().click();
     await page.getByRole("region", { name: "Step log" }).or(page.locator('[aria-label="Step log"]')).first().getByText("SEND_EMAIL").waitFor();
