@@ -6,6 +6,7 @@ import { insertContent, insertEmails } from "../../src/mail/enqueue";
 import { wakeOutbox } from "../../src/mail/outbox";
 import { RCPT, SENDER, emailView, sendEnv, waitForView } from "../send/support";
 import type { DeliveryEnv } from "../support/delivery";
+import { expectTimeBetween } from "../support/time";
 import { waitFor } from "../support/wait";
 import { hrefs, imgSrcs } from "../tracking/support";
 
@@ -136,6 +137,7 @@ describe("opens and clicks before the outcome is committed", () => {
     const link = hrefs(html).find((h) => h.includes("/t/c/"))!;
     expect((await env.srv.api(`/emails/${m.email}`, { key })).body.status).toBe("SENDING");
 
+    const engagedFrom = env.srv.clock.now();
     expect((await fetch(pixel)).status).toBe(200);
     const click = await fetch(link, { redirect: "manual" });
     expect(click.status).toBe(302);
@@ -143,13 +145,15 @@ describe("opens and clicks before the outcome is committed", () => {
     // Recorded at once, while the row is still SENDING.
     const early = await trail(m.contact);
     expect(early.map((i) => i.type)).toEqual(["email.open", "email.click"]);
+    const engagedTo = env.srv.clock.now();
 
     release();
     env.sink.hold = null;
     const v = await waitForView(env.srv, key, m.email, "CLICKED");
-    expect(v.openedAt).toBeString();
-    expect(v.clickedAt).toBeString();
-    expect(v.deliveredAt).toBeString();
+    const openedAt = expectTimeBetween(v.openedAt, engagedFrom, engagedTo);
+    expectTimeBetween(v.clickedAt, openedAt, engagedTo);
+    // The 250 was held until after the open and the click.
+    expectTimeBetween(v.deliveredAt, engagedTo, env.srv.clock.now());
     const items = await trail(m.contact);
     expect(items.map((i) => i.type).sort()).toEqual(["email.click", "email.delivery", "email.open", "email.sent"]);
   });

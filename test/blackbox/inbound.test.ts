@@ -1,7 +1,6 @@
 // Black-box: asynchronous bounces (DSN) and complaints (ARF) arriving on MAILSVC_INBOUND_SMTP_PORT at the
 // Return-Path of a message we sent (decisions.md "Delivery, events, tracking").
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { join } from "node:path";
 import { addVerifiedDomain } from "../domains/support";
 import { startDns, type TestDns } from "../support/dns";
 import { createAccount, freeTcpPort, startServer, type Account, type TestServer } from "../support/server";

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createAccount, startServer, type TestServer } from "../support/server";
+import { expectTimeBetween } from "../support/time";
 import { waitFor } from "../support/wait";
 import { track } from "../audience/support";
 
@@ -131,13 +132,15 @@ describe("POST /v1/track", () => {
   test("Idempotency-Key: a reuse is 409 IDEMPOTENCY_KEY_REUSED with details and is not performed again", async () => {
     const acc = await createAccount(srv.api);
     const headers = { "Idempotency-Key": "order-42" };
+    const firstFrom = srv.clock.now();
     const a = await track(srv.api, acc.publicKey, { email: "i@example.com", event: "purchase" }, headers);
+    const firstTo = srv.clock.now();
     expect(a.status).toBe(200);
     const b = await track(srv.api, acc.publicKey, { email: "i@example.com", event: "purchase" }, headers);
     expect(b.status).toBe(409);
     expect(b.body.error.code).toBe("IDEMPOTENCY_KEY_REUSED");
     expect(b.body.error.details).toMatchObject({ key: "order-42", originalRequest: "POST /v1/track", originalStatusCode: 200 });
-    expect(typeof b.body.error.details.originalRequestAt).toBe("string");
+    expectTimeBetween(b.body.error.details.originalRequestAt, firstFrom, firstTo);
     expect((await srv.api(`/events?name=purchase`, { key: acc.secretKey })).body.total).toBe(1);
     // Keys are per project; a 422 does not consume the key.
     const other = await createAccount(srv.api);

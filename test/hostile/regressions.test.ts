@@ -53,10 +53,14 @@ describe("cause 1: deeply nested JSON in any validated field is 422 (never a sta
   test(`the limit is ${MAX_JSON_DEPTH} levels: ${MAX_JSON_DEPTH} is accepted, ${MAX_JSON_DEPTH + 1} is not`, async () => {
     // {"email":..,"data":{"k": <n-2 levels>}} has depth n.
     const at = (n: number) => `{"email":"depth${n}@example.com","data":{"k":${deepArray(n - 2)}}}`;
-    const ok = await raw("/contacts", at(MAX_JSON_DEPTH).replace(/\[\]/, "[]"), { key: acc.secretKey });
-    // The data rules allow less nesting inside data than the body limit; either way no 5xx and no write.
-    expect([200, 201, 422]).toContain(ok.status);
-    expectEnvelope(await raw("/contacts", at(MAX_JSON_DEPTH + 1), { key: acc.secretKey }), 422, "VALIDATION_ERROR");
+    // At the limit the body parses; the contact data rule (README: at most 16 levels inside `data`) refuses the field.
+    const atLimit = expectEnvelope(await raw("/contacts", at(MAX_JSON_DEPTH), { key: acc.secretKey }), 422, "VALIDATION_ERROR");
+    expect(atLimit.errors!.map((e) => [e.field, e.code])).toEqual([["data", "too_deep"]]);
+    // One level more and the body itself is refused before any field is looked at.
+    const over = expectEnvelope(await raw("/contacts", at(MAX_JSON_DEPTH + 1), { key: acc.secretKey }), 422, "VALIDATION_ERROR");
+    expect(over.errors!.map((e) => [e.field, e.code])).toEqual([["body", "too_deep"]]);
+    const look = await srv.api("/contacts/lookup", { key: acc.secretKey, body: { emails: [`depth${MAX_JSON_DEPTH}@example.com`, `depth${MAX_JSON_DEPTH + 1}@example.com`] } });
+    expect(look.body.found).toEqual([]);
   });
 });
 

@@ -7,6 +7,7 @@ import { expectEnvelope } from "../blackbox/support";
 import type { DeliveryEnv } from "../support/delivery";
 import { RCPT, SENDER, sendEnv, waitForView } from "../send/support";
 import { createAccount, type Account } from "../support/server";
+import { expectTimeBetween } from "../support/time";
 import { IMAGES } from "../uploads/support";
 
 setDefaultTimeout(30_000);
@@ -116,9 +117,10 @@ describe("security and setup-state", () => {
     expect(await state()).toMatchObject({ hasDomain: true, hasVerifiedDomain: true, hasContacts: false, hasSentEmail: false });
     await env.srv.api("/contacts", { key: fresh.secretKey, body: { email: `first@${RCPT}` } });
     expect(await state()).toMatchObject({ hasContacts: true, hasSentEmail: false });
+    const sendFrom = env.srv.clock.now();
     await env.srv.api("/v1/send", { key: fresh.secretKey, body: { to: `first@${RCPT}`, from: "a@fresh.sender.test", subject: "s", body: "b" } });
     const s = await state();
     expect(s).toMatchObject({ hasSentEmail: true, completed: true });
-    expect(typeof s.firstSendAt).toBe("string");
+    expectTimeBetween(s.firstSendAt, sendFrom, env.srv.clock.now());
   });
 });
