@@ -1,4 +1,5 @@
-// Black-box: authentication rules and the error envelope, across every endpoint on main so far.
+// Black-box: authentication rules and the error envelope, on the secret-key endpoints of templates,
+// /v1/verify, emails, domains and the project pages (every route: test/hostile/fuzz.test.ts).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { addVerifiedDomain } from "../domains/support";
 import { startDns, type TestDns } from "../support/dns";
@@ -32,7 +33,7 @@ afterAll(async () => {
   await dns.close();
 });
 
-/** Every secret-key endpoint on main, with a body that would otherwise be valid where one is needed. */
+/** Secret-key endpoints of each of those areas, with a body that would otherwise be valid where one is needed. */
 function secretEndpoints(): { method: string; path: string; body?: unknown }[] {
   const p = acc.projectId;
   return [

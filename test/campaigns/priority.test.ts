@@ -1,5 +1,5 @@
 // Campaign mail yields to transactional mail: a /v1/send issued while a 20,000-recipient campaign
-// is delivering overtakes the campaign's queue (issue 14's 2 s bar is measured by the campaign bench). Then the campaign is cancelled
+// is delivering overtakes the campaign's queue (its 2 s bar is measured by scripts/bench/campaign.ts). Then the campaign is cancelled
 // mid-send: its emails not yet handed to SMTP become CANCELLED and the campaign CANCELLED.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { uploadCsv } from "../audience/support";

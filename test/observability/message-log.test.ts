@@ -1,4 +1,5 @@
-// Issue 7: "did my email arrive, and if not, why?" through GET /emails, /activity and /metrics.
+// "Did my email arrive, and if not, why?": delivered, bounced, deferred and suppressed emails as GET /emails,
+// /activity and /metrics report them.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import parsePrometheusTextFormat from "parse-prometheus-text-format";
 import { createAccount } from "../support/server";
