@@ -2,6 +2,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { waitFor as poll } from "../../test/support/wait";
 
 export const ROOT = join(import.meta.dir, "../..");
 
@@ -22,15 +23,9 @@ export interface Proc {
   kill(): Promise<void>;
 }
 
+/** Waits until `url` answers 2xx (a process has started listening). */
 export async function waitFor(url: string, timeoutMs = 15_000): Promise<void> {
-  const t0 = Date.now();
-  for (;;) {
-    try {
-      if ((await fetch(url)).ok) return;
-    } catch {}
-    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${url}`);
-    await Bun.sleep(25);
-  }
+  await poll(() => fetch(url).then((r) => r.ok, () => false), { timeoutMs, intervalMs: 25, what: url });
 }
 
 /** Starts `bun src/main.ts serve` with bench-friendly settings (no request log, high rate limit). */

@@ -4,9 +4,11 @@
 import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
 import { insertContent, insertEmails } from "../../src/mail/enqueue";
 import { wakeOutbox } from "../../src/mail/outbox";
-import { RCPT, SENDER, sendEnv, waitForView } from "../send/support";
-import type { DeliveryEnv } from "../mail/helpers";
-import { hrefs, imgSrcs } from "../feedback/fixtures";
+import { RCPT, SENDER, emailView, sendEnv, waitForView } from "../send/support";
+import type { DeliveryEnv } from "../support/delivery";
+import { expectTimeBetween } from "../support/time";
+import { waitFor } from "../support/wait";
+import { hrefs, imgSrcs } from "../feedback/support";
 
 setDefaultTimeout(30_000); // the machine is shared; nothing here asserts timings
 
@@ -30,14 +32,8 @@ const moveClock = (ms: number) => {
   wakeOutbox(env.srv.ctx);
 };
 
-async function waitForAttempts(id: string, n: number) {
-  for (let i = 0; i < 500; i++) {
-    const v = await env.srv.api(`/emails/${id}`, { key });
-    if (v.body.attempts >= n) return v.body;
-    await Bun.sleep(20);
-  }
-  throw new Error(`email ${id}: fewer than ${n} attempts`);
-}
+const waitForAttempts = (id: string, n: number) =>
+  waitFor(() => emailView(env.srv, key, id), { until: (v) => v.attempts >= n, what: `email ${id} with ${n} attempts` });
 
 /** The contact's activity, oldest first. */
 async function trail(contactId: string) {
@@ -141,6 +137,7 @@ describe("opens and clicks before the outcome is committed", () => {
     const link = hrefs(html).find((h) => h.includes("/t/c/"))!;
     expect((await env.srv.api(`/emails/${m.email}`, { key })).body.status).toBe("SENDING");
 
+    const engagedFrom = env.srv.clock.now();
     expect((await fetch(pixel)).status).toBe(200);
     const click = await fetch(link, { redirect: "manual" });
     expect(click.status).toBe(302);
@@ -148,13 +145,15 @@ describe("opens and clicks before the outcome is committed", () => {
     // Recorded at once, while the row is still SENDING.
     const early = await trail(m.contact);
     expect(early.map((i) => i.type)).toEqual(["email.open", "email.click"]);
+    const engagedTo = env.srv.clock.now();
 
     release();
     env.sink.hold = null;
     const v = await waitForView(env.srv, key, m.email, "CLICKED");
-    expect(v.openedAt).toBeString();
-    expect(v.clickedAt).toBeString();
-    expect(v.deliveredAt).toBeString();
+    const openedAt = expectTimeBetween(v.openedAt, engagedFrom, engagedTo);
+    expectTimeBetween(v.clickedAt, openedAt, engagedTo);
+    // The 250 was held until after the open and the click.
+    expectTimeBetween(v.deliveredAt, engagedTo, env.srv.clock.now());
     const items = await trail(m.contact);
     expect(items.map((i) => i.type).sort()).toEqual(["email.click", "email.delivery", "email.open", "email.sent"]);
   });

@@ -5,11 +5,12 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 setDefaultTimeout(30_000);
 import { consumeQuota } from "../../src/modules/billing";
 import { expectEnvelope } from "../blackbox/support";
-import type { DeliveryEnv } from "../mail/helpers";
+import type { DeliveryEnv } from "../support/delivery";
 import { RCPT, SENDER, sendEnv, waitForView } from "../send/support";
-import { plainMessage } from "../inbound/fixtures";
-import { sendSmtp } from "../inbound/smtp-client";
+import { plainMessage } from "../inbound/support";
+import { sendSmtp } from "../support/smtp-client";
 import { createAccount, freeTcpPort, type Account } from "../support/server";
+import { waitFor } from "../support/wait";
 
 let env: DeliveryEnv;
 let inboundPort: number;
@@ -170,13 +171,8 @@ describe("inbound cap", () => {
       const r = await sendSmtp(inboundPort, { from: `cust${i}@customer.example`, to: [`support@${SENDER}`], raw: plainMessage({ from: `cust${i}@customer.example`, to: `support@${SENDER}`, subject: `Q${i}` }) });
       expect(r.ok).toBe(true);
     }
-    const deadline = Date.now() + 5000;
-    let c: any;
-    do {
-      c = (await env.srv.api(consumptionPath(a), { cookie: a.cookie })).body;
-      if (c.inbound.used + c.inbound.dropped >= 3) break;
-      await Bun.sleep(20);
-    } while (Date.now() < deadline);
+    const consumption = async () => (await env.srv.api(consumptionPath(a), { cookie: a.cookie })).body;
+    const c = await waitFor(consumption, { until: (c) => c.inbound.used + c.inbound.dropped >= 3, what: "3 inbound messages counted" });
     expect(c.inbound).toEqual({ used: 2, limit: 2, percentage: 100, dropped: 1 });
     const received = await env.srv.ctx.db.selectFrom("events").select("id").where("project_id", "=", a.projectId).where("name", "=", "email.received").execute();
     expect(received).toHaveLength(2);

@@ -3,8 +3,9 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { expectEnvelope } from "../blackbox/support";
 import { addContacts, createCampaign, getCampaign, waitForCampaign } from "../campaigns/support";
-import type { DeliveryEnv } from "../mail/helpers";
+import type { DeliveryEnv } from "../support/delivery";
 import { RCPT, SENDER, sendEnv } from "../send/support";
+import { waitFor } from "../support/wait";
 
 setDefaultTimeout(30_000);
 
@@ -46,13 +47,11 @@ test("a workflow email over the workflows cap fails its step; nothing is queued"
   await addContacts(env, [{ email: `wfcap@${RCPT}` }]);
   const ex = await env.srv.api(`/workflows/${wf.id}/executions`, { key, body: { email: `wfcap@${RCPT}` } });
   expect(ex.status).toBe(201);
-  let got: any;
-  for (let i = 0; i < 100; i++) {
+  const execution = async () => {
     await env.srv.drainJobs();
-    got = (await env.srv.api(`/workflows/${wf.id}/executions/${ex.body.id}`, { key })).body;
-    if (got.status === "FAILED" || got.status === "COMPLETED") break;
-    await Bun.sleep(50);
-  }
+    return (await env.srv.api(`/workflows/${wf.id}/executions/${ex.body.id}`, { key })).body;
+  };
+  const got = await waitFor(execution, { until: (e) => e.status === "FAILED" || e.status === "COMPLETED", intervalMs: 50, what: "the execution to end" });
   expect(got.status).toBe("FAILED");
   expect(got.steps[0]).toMatchObject({ type: "SEND_EMAIL", status: "FAILED" });
   expect(got.steps[0].error).toContain("cap");

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startDns, type TestDns } from "../support/dns";
 import { startServer, type TestServer } from "../support/server";
 import { startSmtpSink, type SmtpSink } from "../support/smtp-sink";
+import { waitFor } from "../support/wait";
 import { cookieOf, expectEnvelope, expectOk } from "./support";
 
 
@@ -34,17 +35,15 @@ async function signup() {
 
 /** The newest message to `to`, waiting for it; returns its text and HTML. */
 async function mailTo(to: string, after = 0) {
-  const t0 = Date.now();
-  for (;;) {
-    const m = sink.byRecipient(to);
-    if (m.length > after) {
-      const parsed = await m[m.length - 1]!.parse();
-      return { parsed, text: `${parsed.text ?? ""}\n${parsed.html || ""}` };
-    }
-    if (Date.now() - t0 > 5000) throw new Error(`no account email for ${to}`);
-    await srv.drainJobs();
-    await Bun.sleep(20);
-  }
+  const m = await waitFor(
+    async () => {
+      await srv.drainJobs();
+      return sink.byRecipient(to);
+    },
+    { until: (m) => m.length > after, what: `account email ${after + 1} to ${to}` },
+  );
+  const parsed = await m[m.length - 1]!.parse();
+  return { parsed, text: `${parsed.text ?? ""}\n${parsed.html || ""}` };
 }
 
 /** The token in a link `...?token=...` (or a bare token line) of an account email. */

@@ -1,5 +1,5 @@
 // Black-box: the per-message log GET /emails (cursor list) and GET /emails/:id (decisions.md "Beyond the spec").
-// Messages only appear once /v1/send exists; until then this covers the list shape, filters and errors.
+// Here the list shape, filters and errors of an empty log; send.test.ts reads sent messages back through it.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
 import { expectCursorPage, expectEnvelope, NO_SUCH_ID } from "./support";

@@ -1,12 +1,12 @@
 // Black-box: asynchronous bounces (DSN) and complaints (ARF) arriving on MAILSVC_INBOUND_SMTP_PORT at the
 // Return-Path of a message we sent (decisions.md "Delivery, events, tracking").
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { join } from "node:path";
-import SMTPConnection from "nodemailer/lib/smtp-connection";
 import { addVerifiedDomain } from "../domains/support";
 import { startDns, type TestDns } from "../support/dns";
 import { createAccount, freeTcpPort, startServer, type Account, type TestServer } from "../support/server";
+import { sendSmtp } from "../support/smtp-client";
 import { startSmtpSink, type SinkMessage, type SmtpSink } from "../support/smtp-sink";
+import { waitFor } from "../support/wait";
 import { expectOk } from "./support";
 
 
@@ -41,26 +41,15 @@ async function sendOne(): Promise<{ to: string; id: string; msg: SinkMessage }> 
   const to = rcpt();
   const res = await srv.api("/v1/send", { key: acc.secretKey, body: { to, from: FROM, subject: "Hi", body: "<p>Hi</p>", subscribed: true } });
   expectOk(res);
-  const t0 = Date.now();
-  for (;;) {
-    const m = sink.byRecipient(to);
-    if (m.length) return { to, id: res.body.data.emails[0].email, msg: m[0]! };
-    if (Date.now() - t0 > 5000) throw new Error("not delivered");
+  const delivered = async () => {
     await srv.drainJobs();
-    await Bun.sleep(20);
-  }
+    return sink.byRecipient(to)[0];
+  };
+  return { to, id: res.body.data.emails[0].email, msg: await waitFor(delivered, { what: `delivery to ${to}` }) };
 }
 
 /** Hands a raw message to our inbound SMTP listener, as a remote MTA would. */
-async function deliverInbound(mailFrom: string, rcptTo: string, raw: string) {
-  const conn = new SMTPConnection({ host: "127.0.0.1", port: inboundPort, ignoreTLS: true, name: "remote-mta.bb.example" } as any);
-  await new Promise<void>((res, rej) => conn.connect((e?: Error) => (e ? rej(e) : res())));
-  try {
-    await new Promise<void>((res, rej) => conn.send({ from: mailFrom, to: [rcptTo] }, raw, (e: Error | null) => (e ? rej(e) : res())));
-  } finally {
-    conn.quit();
-  }
-}
+const deliverInbound = (mailFrom: string, rcptTo: string, raw: string) => sendSmtp(inboundPort, { from: mailFrom, to: [rcptTo], raw }, { ignoreTLS: true });
 
 function originalHeaders(m: SinkMessage): string {
   const raw = m.raw.toString("utf8");
@@ -69,15 +58,15 @@ function originalHeaders(m: SinkMessage): string {
 
 const emailView = async (id: string) => (await srv.api(`/emails/${id}`, { key: acc.secretKey })).body;
 const contactOf = async (email: string) => (await srv.api("/contacts/lookup", { key: acc.secretKey, body: { emails: [email] } })).body.found[0];
-async function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
-  let v = await read();
-  for (let i = 0; i < 150 && !ok(v); i++) {
-    await srv.drainJobs();
-    await Bun.sleep(20);
-    v = await read();
-  }
-  return v;
-}
+/** The email view once it has `status` (running queued work meanwhile). */
+const viewOnce = (id: string, status: string) =>
+  waitFor(
+    async () => {
+      await srv.drainJobs();
+      return emailView(id);
+    },
+    { until: (v) => v.status === status, what: `email ${id} ${status}` },
+  );
 
 describe("inbound DSN and ARF", () => {
   test("the envelope sender of our messages is an address this server receives (Return-Path on the sender domain)", async () => {
@@ -117,8 +106,8 @@ describe("inbound DSN and ARF", () => {
       `--${boundary}--`,
       "",
     ].join("\r\n");
-    await deliverInbound("", msg.from, dsn);
-    const e = await eventually(() => emailView(id), (v) => v.status === "BOUNCED");
+    expect((await deliverInbound("", msg.from, dsn)).ok).toBe(true);
+    const e = await viewOnce(id, "BOUNCED");
     expect(e.status).toBe("BOUNCED");
     expect((await contactOf(to)).subscribed).toBe(false);
   });
@@ -151,13 +140,16 @@ describe("inbound DSN and ARF", () => {
       `--${boundary}--`,
       "",
     ].join("\r\n");
-    await deliverInbound("", msg.from, arf);
-    const e = await eventually(() => emailView(id), (v) => v.status === "COMPLAINED");
+    expect((await deliverInbound("", msg.from, arf)).ok).toBe(true);
+    const e = await viewOnce(id, "COMPLAINED");
     expect(e.status).toBe("COMPLAINED");
     expect((await contactOf(to)).subscribed).toBe(false);
   });
 
   test("mail for an address we do not handle is refused at RCPT", async () => {
-    await expect(deliverInbound("someone@x.bb.example", `nobody@unrelated-bb.example`, "Subject: x\r\n\r\nhello\r\n")).rejects.toThrow();
+    const r = await deliverInbound("someone@x.bb.example", "nobody@unrelated-bb.example", "Subject: x\r\n\r\nhello\r\n");
+    expect(r).toMatchObject({ ok: false, responseCode: 550, rejected: ["nobody@unrelated-bb.example"] });
+    // RFC 3463 5.1.1: bad destination mailbox address, naming the refused recipient.
+    expect(r.response).toStartWith("550 5.1.1 <nobody@unrelated-bb.example>");
   });
 });

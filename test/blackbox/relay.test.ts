@@ -5,6 +5,7 @@ import { addVerifiedDomain } from "../domains/support";
 import { startDns, type TestDns } from "../support/dns";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
 import { startSmtpSink, type SmtpSink } from "../support/smtp-sink";
+import { waitFor } from "../support/wait";
 import { expectOk } from "./support";
 
 
@@ -41,13 +42,13 @@ describe("MAILSVC_SMTP_RELAY", () => {
     const m = relay.byRecipient(to)[0]!;
     expect(m.user).toBe("relayuser");
     expect((await m.parse()).subject).toBe("Via relay");
-    let e: any;
-    for (let i = 0; i < 100; i++) {
-      await srv.drainJobs();
-      e = (await srv.api(`/emails/${id}`, { key: acc.secretKey })).body;
-      if (e.status === "SENT" || e.status === "DELIVERED") break;
-      await Bun.sleep(20);
-    }
+    const e = await waitFor(
+      async () => {
+        await srv.drainJobs();
+        return (await srv.api(`/emails/${id}`, { key: acc.secretKey })).body;
+      },
+      { until: (e) => e.status === "SENT" || e.status === "DELIVERED", what: `email ${id} to leave` },
+    );
     expect(e.status).toBe("SENT");
   });
 });

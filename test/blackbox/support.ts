@@ -1,4 +1,5 @@
-// Shared assertions of the black-box conformance suite (written from api-spec.md and decisions.md only).
+// Shared assertions of the black-box conformance suite (written from api-spec.md, decisions.md and the decisions
+// the README lists where both are silent; never from the code).
 import { expect } from "bun:test";
 import type { Account, Api, ApiResponse } from "../support/server";
 

@@ -1,7 +1,8 @@
 // The campaign API per spec + decisions: shapes, status codes, state refusals, and delivery to the
 // smtp-server sink (recipient sets, headers and footer per type, DKIM, variables, stats).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { DeliveryEnv } from "../mail/helpers";
+import type { DeliveryEnv } from "../support/delivery";
+import { expectTimeBetween } from "../support/time";
 import { sendEnv, verifyDkim } from "../send/support";
 import { addContacts, campaignBody, createCampaign, getCampaign, RCPT, SENDER, waitForCampaign } from "./support";
 
@@ -112,7 +113,9 @@ describe("delivery", () => {
     await env.srv.ctx.db.insertInto("suppressions").values({ project_id: env.acct.projectId, email: `sup@${RCPT}`, reason: "manual", detail: null, email_id: null, created_at: Date.now() }).execute();
     env.sink.reset();
     const c = await createCampaign(env);
+    const sendFrom = env.srv.clock.now();
     const s = await api(`/campaigns/${c.id}/send`, { method: "POST" });
+    const sendTo = env.srv.clock.now();
     expect(s.status).toBe(200);
     expect(s.body).toMatchObject({ success: true, data: { id: c.id, name: "Spring news", status: "SENDING", scheduledFor: null } });
     expect(typeof s.body.message).toBe("string");
@@ -121,7 +124,8 @@ describe("delivery", () => {
     expect(done.totalRecipients).toBe(4); // 3 subscribed + 1 suppressed (recorded, not attempted)
     expect(done.sentCount).toBe(3);
     expect(done.deliveredCount).toBe(3);
-    expect(done.sentAt).not.toBeNull();
+    // decisions.md "Campaigns": an immediate send sets sentAt as it moves to SENDING.
+    expectTimeBetween(done.sentAt, sendFrom, sendTo);
     const got = env.sink.messages.flatMap((m) => m.to).sort();
     expect(got).toEqual([...subs].sort());
 

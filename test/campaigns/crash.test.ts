@@ -7,11 +7,12 @@ import { afterAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { uploadCsv } from "../audience/helpers";
+import { uploadCsv } from "../audience/support";
 import { addVerifiedDomain } from "../domains/support";
 import { startDns } from "../support/dns";
 import { createAccount, makeApi, spawnServer, type Api, type SpawnedServer } from "../support/server";
 import { startSmtpSink } from "../support/smtp-sink";
+import { waitFor } from "../support/wait";
 
 const dir = mkdtempSync(join(tmpdir(), "mailsvc-camp-crash-"));
 const cleanups: (() => Promise<unknown> | void)[] = [];
@@ -60,26 +61,19 @@ test("kill -9 mid fan-out and mid delivery: one email row per recipient, every r
   const recipients = Array.from({ length: N }, (_, i) => `r${i}@crash.test`);
   const up = await uploadCsv(api, key, ["email,firstName", ...recipients.map((e, i) => `${e},F${i}`)].join("\n"));
   expect(up.status).toBe(202);
-  for (;;) {
-    const s = await api(`/contacts/import/${up.body.jobId}`, { key });
-    if (s.body.state === "completed") break;
-    await Bun.sleep(50);
-  }
+  const importState = async () => (await api(`/contacts/import/${up.body.jobId}`, { key })).body.state;
+  await waitFor(importState, { until: (s) => s === "completed", intervalMs: 50, timeoutMs: 30_000, what: "the import to complete" });
 
   const c = (await api("/campaigns", { key, body: { name: "Crash", subject: "Hi {{firstName}}", body: "<p>Hello {{firstName}}</p>", from: "news@sender.test", audienceType: "ALL" } })).body.data;
   expect((await api(`/campaigns/${c.id}/send`, { key, method: "POST" })).status).toBe(200);
 
   // 1) kill -9 while the fan-out is writing batches.
-  let midFanout = false;
-  for (let i = 0; i < 2000; i++) {
-    const e = await api(`/emails?campaignId=${c.id}&limit=1`, { key });
-    const camp = await api(`/campaigns/${c.id}`, { key });
-    if (e.body.total > 0 && camp.body.totalRecipients === 0) {
-      midFanout = e.body.total < N;
-      break;
-    }
-    await Bun.sleep(2);
-  }
+  const fanout = async () => ({
+    rows: (await api(`/emails?campaignId=${c.id}&limit=1`, { key })).body.total as number,
+    totalRecipients: (await api(`/campaigns/${c.id}`, { key })).body.totalRecipients as number,
+  });
+  const started = await waitFor(fanout, { until: (f) => f.rows > 0, intervalMs: 2, what: "the fan-out's first batch" });
+  const midFanout = started.totalRecipients === 0 && started.rows < N;
   await srv.kill("SIGKILL");
   srv = await spawnServer(env);
   api = makeApi(srv.url);
@@ -91,13 +85,8 @@ test("kill -9 mid fan-out and mid delivery: one email row per recipient, every r
   srv = await spawnServer(env);
   api = makeApi(srv.url);
 
-  const t0 = Date.now();
-  let camp: any;
-  for (;;) {
-    camp = (await api(`/campaigns/${c.id}`, { key })).body;
-    if (camp.status === "SENT" || Date.now() - t0 > 60_000) break;
-    await Bun.sleep(50);
-  }
+  const campaign = async () => (await api(`/campaigns/${c.id}`, { key })).body;
+  const camp = await waitFor(campaign, { until: (c) => c.status === "SENT", intervalMs: 50, timeoutMs: 60_000, what: `campaign ${c.id} SENT` });
   expect(camp.status).toBe("SENT");
   expect(camp.totalRecipients).toBe(N);
 

@@ -1,10 +1,11 @@
 // Campaign mail yields to transactional mail: a /v1/send issued while a 20,000-recipient campaign
-// is delivering overtakes the campaign's queue (issue 14's 2 s bar is measured by the campaign bench). Then the campaign is cancelled
+// is delivering overtakes the campaign's queue (its 2 s bar is measured by scripts/bench/campaign.ts). Then the campaign is cancelled
 // mid-send: its emails not yet handed to SMTP become CANCELLED and the campaign CANCELLED.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { uploadCsv } from "../audience/helpers";
-import type { DeliveryEnv } from "../mail/helpers";
+import { uploadCsv } from "../audience/support";
+import type { DeliveryEnv } from "../support/delivery";
 import { sendEnv } from "../send/support";
+import { waitFor } from "../support/wait";
 import { createCampaign, getCampaign, RCPT, SENDER } from "./support";
 
 let env: DeliveryEnv;
@@ -20,11 +21,8 @@ test("a transactional send overtakes a 20k campaign; cancel during sending", asy
   const csv = ["email,plan", ...Array.from({ length: N }, (_, i) => `c${i}@${RCPT},p${i % 3}`)].join("\n");
   const up = await uploadCsv(env.srv.api, key, csv);
   expect(up.status).toBe(202);
-  for (;;) {
-    const s = await env.srv.api(`/contacts/import/${up.body.jobId}`, { key });
-    if (s.body.state === "completed") break;
-    await Bun.sleep(50);
-  }
+  const importState = async () => (await env.srv.api(`/contacts/import/${up.body.jobId}`, { key })).body.state;
+  await waitFor(importState, { until: (s) => s === "completed", intervalMs: 50, timeoutMs: 60_000, what: "the import to complete" });
   env.sink.delayMs = 10; // a busy MX: the campaign takes a while
 
   const c = await createCampaign(env, { body: "<p>{{plan}}</p>" });
@@ -36,11 +34,7 @@ test("a transactional send overtakes a 20k campaign; cancel during sending", asy
   const r = await env.srv.api("/v1/send", { key, body: { to: `reset@${RCPT}`, from: `auth@${SENDER}`, subject: "Reset", body: "<p>reset</p>" } });
   expect(r.status).toBe(200);
   const accepted = Date.now() - t0;
-  for (;;) {
-    if (env.sink.byRecipient(`reset@${RCPT}`).length) break;
-    if (Date.now() - t0 > 20_000) break;
-    await Bun.sleep(5);
-  }
+  await waitFor(() => env.sink.byRecipient(`reset@${RCPT}`).length, { intervalMs: 5, timeoutMs: 20_000, what: "the transactional message at the sink" });
   const took = Date.now() - t0;
   const campaignSoFar = env.sink.messages.length;
   console.log(`transactional during a ${N}-recipient campaign: at the sink after ${took} ms (API answered after ${accepted} ms; ${campaignSoFar} campaign messages delivered so far)`);
@@ -58,11 +52,13 @@ test("a transactional send overtakes a 20k campaign; cancel during sending", asy
   expect(cancel.body.status).toBe("CANCELLED");
   expect((await env.srv.api(`/campaigns/${c.id}/cancel`, { key, method: "POST" })).body.error.code).toBe("INVALID_STATE");
   // Messages the outbox had already claimed (at most its in-flight cap of 60) may still leave; then nothing more.
-  let settled = -1;
-  while (settled !== env.sink.messages.length) {
-    settled = env.sink.messages.length;
-    await Bun.sleep(500);
-  }
+  let previous = -1;
+  const count = () => {
+    const c = { previous, now: env.sink.messages.length };
+    previous = c.now;
+    return c;
+  };
+  const { now: settled } = await waitFor(count, { until: (c) => c.now === c.previous, intervalMs: 500, timeoutMs: 30_000, what: "the sink to stop receiving" });
   expect(settled - atCancel).toBeLessThanOrEqual(60);
   const cancelled = await env.srv.api(`/emails?campaignId=${c.id}&status=CANCELLED&limit=1`, { key });
   expect(cancelled.body.total).toBeGreaterThan(0);

@@ -1,6 +1,7 @@
 // Campaign test helpers: contacts through the API, a campaign body, waiting for a status.
-import type { DeliveryEnv } from "../mail/helpers";
+import type { DeliveryEnv } from "../support/delivery";
 import { RCPT, SENDER } from "../send/support";
+import { waitFor } from "../support/wait";
 
 export { RCPT, SENDER };
 
@@ -38,12 +39,7 @@ export async function getCampaign(env: DeliveryEnv, id: string) {
   return r.body;
 }
 
-export async function waitForCampaign(env: DeliveryEnv, id: string, status: string, timeoutMs = 15_000) {
-  const t0 = Date.now();
-  for (;;) {
-    const c = await getCampaign(env, id);
-    if (c.status === status) return c;
-    if (Date.now() - t0 > timeoutMs) throw new Error(`campaign ${id}: expected ${status}, still ${c.status}`);
-    await Bun.sleep(25);
-  }
+/** Polls until the campaign reaches `status`; returns it. */
+export function waitForCampaign(env: DeliveryEnv, id: string, status: string, timeoutMs = 15_000) {
+  return waitFor(() => getCampaign(env, id), { until: (c) => c.status === status, timeoutMs, what: `campaign ${id} ${status}` });
 }

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { createAccount, startServer, type TestServer } from "../support/server";
-import { uploadCsv } from "../audience/helpers";
+import { uploadCsv } from "../audience/support";
 
 let srv: TestServer;
 beforeAll(async () => {

@@ -2,7 +2,8 @@
 import { expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { createAccount, startServer } from "../support/server";
-import { uploadCsv } from "../audience/helpers";
+import { waitFor } from "../support/wait";
+import { uploadCsv } from "../audience/support";
 
 test("an import interrupted by a shutdown resumes after restart: every row imported exactly once", async () => {
   const first = await startServer();
@@ -15,11 +16,8 @@ test("an import interrupted by a shutdown resumes after restart: every row impor
   expect(up.status).toBe(202);
   const jobId = up.body.jobId;
   // Once a first chunk is committed, shut down: the job stops after the chunk it is on and keeps its checkpoint.
-  for (let i = 0; i < 2000; i++) {
-    const s = (await first.api(`/contacts/import/${jobId}`, { key: acc.secretKey })).body;
-    if (s.result.succeeded > 0) break;
-    await Bun.sleep(5);
-  }
+  const succeeded = async () => (await first.api(`/contacts/import/${jobId}`, { key: acc.secretKey })).body.result.succeeded as number;
+  await waitFor(succeeded, { intervalMs: 5, what: "the first committed chunk" });
   await first.stop();
 
   const second = await startServer({ dbPath });
@@ -63,11 +61,7 @@ test("an import whose process is killed (kill -9) mid-way resumes on the next st
   const up = await uploadCsv(api, acc.secretKey, lines.join("\n"));
   expect(up.status).toBe(202);
   const jobId = up.body.jobId;
-  let seen = 0;
-  for (let i = 0; i < 4000 && seen === 0; i++) {
-    seen = (await api(`/contacts/import/${jobId}`, { key: acc.secretKey })).body.result.succeeded;
-    if (!seen) await Bun.sleep(2);
-  }
+  await waitFor(async () => (await api(`/contacts/import/${jobId}`, { key: acc.secretKey })).body.result.succeeded as number, { intervalMs: 2, what: "the first committed chunk" });
   await child.kill("SIGKILL");
 
   const srv = await startServer({ dbPath });

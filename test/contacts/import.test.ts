@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createAccount, startServer, type TestServer } from "../support/server";
-import { listAll, uploadCsv } from "../audience/helpers";
+import { listAll, uploadCsv } from "../audience/support";
 
 let srv: TestServer;
 beforeAll(async () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
-import { listAll, uploadCsv } from "../audience/helpers";
+import { listAll, uploadCsv } from "../audience/support";
 
 let srv: TestServer;
 let acc: Account;

@@ -5,7 +5,7 @@ import { addVerifiedDomain, publishRecords, type DomainView } from "../domains/s
 import { startDns, type TestDns } from "../support/dns";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
 import { startSmtpSink, type SmtpSink } from "../support/smtp-sink";
-import { dkimHeaders, rcpt, sendAndReceive, tag, verifyDkim } from "./helpers";
+import { dkimHeaders, rcpt, sendAndReceive, tag, verifyDkim } from "./support";
 
 const RCPT_DOMAIN = "inbox-dkim.example";
 let srv: TestServer;

@@ -5,7 +5,7 @@ import { zipSync } from "fflate";
 import MailComposer from "nodemailer/lib/mail-composer";
 import { parseDmarcXml } from "../../src/mail/inbound/dmarc";
 import { addVerifiedDomain, type DomainView } from "../domains/support";
-import { sendSmtp } from "../inbound/smtp-client";
+import { sendSmtp } from "../support/smtp-client";
 import { startDns, type TestDns } from "../support/dns";
 import { createAccount, freeTcpPort, startServer, type Account, type TestServer } from "../support/server";
 

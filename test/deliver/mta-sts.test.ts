@@ -3,11 +3,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mxMatches, parsePolicy } from "../../src/mail/mta-sts";
 import { wakeOutbox } from "../../src/mail/outbox";
-import { enqueueDirect, waitForStatus } from "../mail/helpers";
+import { emailRow, enqueueDirect, waitForStatus } from "../support/delivery";
 import { startDns, type TestDns } from "../support/dns";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
 import { startSmtpSink, type SmtpSink } from "../support/smtp-sink";
-import { makeCa, type TestCa } from "./certs";
+import { makeCa, type TestCa } from "../support/certs";
+import { waitFor } from "../support/wait";
 
 const POLICIES: Record<string, string> = {
   "mta-sts.enforce.example": "version: STSv1\nmode: enforce\nmx: mx.enforce.example\nmax_age: 86400\n",
@@ -70,15 +71,16 @@ async function swapSink(opts: Parameters<typeof startSmtpSink>[0]) {
 }
 
 /** Moves the clock past retry waits until the email reaches `status`. */
-async function retriedUntil(id: string, status: string) {
-  for (let i = 0; i < 100; i++) {
-    const row = await srv.ctx.db.selectFrom("emails").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
-    if (row.status === status) return row;
-    srv.clock.advance(61_000);
-    wakeOutbox(srv.ctx);
-    await Bun.sleep(100);
-  }
-  throw new Error(`email ${id} never reached ${status}`);
+function retriedUntil(id: string, status: string) {
+  const row = async () => {
+    const r = await emailRow(srv, id);
+    if (r.status !== status) {
+      srv.clock.advance(61_000);
+      wakeOutbox(srv.ctx);
+    }
+    return r;
+  };
+  return waitFor(row, { until: (r) => r.status === status, intervalMs: 100, timeoutMs: 15_000, what: `email ${id} ${status}` });
 }
 const send = async (to: string) => (await enqueueDirect(srv, acc.projectId, content as any, [{ email: to }]))[0]!;
 

@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { configWarnings, isQualifiedHostname } from "../../src/mail/deliverability";
 import { createAccount, spawnServer, startServer, type TestServer } from "../support/server";
+import { waitFor } from "../support/wait";
 
 const servers: TestServer[] = [];
 afterAll(async () => {
@@ -17,8 +18,7 @@ describe("configuration warnings", () => {
     const dir = mkdtempSync(join(tmpdir(), "mailsvc-warn-"));
     const proc = await spawnServer({ MAILSVC_DB: join(dir, "w.db"), MAILSVC_HOSTNAME: "vm", MAILSVC_PUBLIC_URL: "http://localhost:3000" });
     try {
-      for (let i = 0; i < 100 && !/MAILSVC_PUBLIC_URL/.test(proc.output()); i++) await Bun.sleep(20);
-      const out = proc.output();
+      const out = await waitFor(() => proc.output(), { until: (o) => /MAILSVC_PUBLIC_URL/.test(o), what: "the MAILSVC_PUBLIC_URL warning" });
       expect(out).toContain("WARNING");
       expect(out).toContain('MAILSVC_HOSTNAME \\"vm\\" is not a fully qualified domain name');
       expect(out).toContain("HOSTNAME_NOT_FQDN");

@@ -9,6 +9,7 @@ import { bounceDomainFor } from "../../src/mail/address";
 import { getSigningKey } from "../../src/modules/domains/service";
 import { startDns, type TestDns } from "../support/dns";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
+import { expectTimeBetween } from "../support/time";
 import { addVerifiedDomain, publishRecords, recordOf, type DomainView } from "./support";
 
 let srv: TestServer;
@@ -86,16 +87,20 @@ describe("adding a domain", () => {
 describe("verification", () => {
   test("PENDING before the records are published, VERIFIED after, each record with its own status", async () => {
     const d = (await addDomain("verify-me.example")).body;
+    const firstCheck = srv.clock.now();
     let v = (await verify(d.id)).body;
     expect(v.status).toBe("PENDING");
     expect(v.verified).toBe(false);
-    expect(v.lastCheckedAt).not.toBeNull();
+    expect(v.verifiedAt).toBeNull();
+    expectTimeBetween(v.lastCheckedAt, firstCheck, srv.clock.now());
     expect(recordOf(v, "dkim").status).toBe("PENDING");
 
     publishRecords(dns, d, ["dkim"]);
+    const secondCheck = srv.clock.now();
     v = (await verify(d.id)).body;
     expect(v).toMatchObject({ status: "VERIFIED", verified: true });
-    expect(v.verifiedAt).not.toBeNull();
+    expectTimeBetween(v.verifiedAt, secondCheck, srv.clock.now());
+    expect(v.lastCheckedAt).toBe(v.verifiedAt);
     expect(recordOf(v, "dkim").status).toBe("VERIFIED");
     expect(recordOf(v, "spf").status).toBe("PENDING");
     expect(recordOf(v, "return-path").status).toBe("PENDING");

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
-import { track } from "../audience/helpers";
+import { track } from "../audience/support";
 
 let srv: TestServer;
 let a: Account;

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createAccount, startServer, type TestServer } from "../support/server";
-import { track } from "../audience/helpers";
+import { expectTimeBetween } from "../support/time";
+import { waitFor } from "../support/wait";
+import { track } from "../audience/support";
 
 let srv: TestServer;
 beforeAll(async () => {
@@ -130,13 +132,15 @@ describe("POST /v1/track", () => {
   test("Idempotency-Key: a reuse is 409 IDEMPOTENCY_KEY_REUSED with details and is not performed again", async () => {
     const acc = await createAccount(srv.api);
     const headers = { "Idempotency-Key": "order-42" };
+    const firstFrom = srv.clock.now();
     const a = await track(srv.api, acc.publicKey, { email: "i@example.com", event: "purchase" }, headers);
+    const firstTo = srv.clock.now();
     expect(a.status).toBe(200);
     const b = await track(srv.api, acc.publicKey, { email: "i@example.com", event: "purchase" }, headers);
     expect(b.status).toBe(409);
     expect(b.body.error.code).toBe("IDEMPOTENCY_KEY_REUSED");
     expect(b.body.error.details).toMatchObject({ key: "order-42", originalRequest: "POST /v1/track", originalStatusCode: 200 });
-    expect(typeof b.body.error.details.originalRequestAt).toBe("string");
+    expectTimeBetween(b.body.error.details.originalRequestAt, firstFrom, firstTo);
     expect((await srv.api(`/events?name=purchase`, { key: acc.secretKey })).body.total).toBe(1);
     // Keys are per project; a 422 does not consume the key.
     const other = await createAccount(srv.api);
@@ -167,7 +171,7 @@ describe("POST /v1/track", () => {
     try {
       await track(srv.api, acc.publicKey, { email: "h@example.com", event: "signup", subscribed: false, data: { plan: "pro" } });
       await track(srv.api, acc.publicKey, { email: "h@example.com", event: "upgrade", subscribed: true });
-      for (let i = 0; i < 50 && seen.length < 3; i++) await Bun.sleep(5);
+      await waitFor(() => seen.length, { until: (n) => n >= 3, intervalMs: 5, what: "3 events at the hook" });
       expect(seen).toEqual([
         { name: "signup", stored: true, data: { plan: "pro" } },
         { name: "contact.subscribed", stored: true, data: { source: "track" } },

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { decodeEntities, decorateHtml, decorateMessage, subscriptionUrls, usesUnsubscribeUrl } from "../../src/mail/tracking";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
-import { hrefs, imgSrcs, insertContact, insertEmail } from "./fixtures";
+import { hrefs, imgSrcs, insertContact, insertEmail } from "./support";
 
 describe("decorateHtml (pure)", () => {
   const track = (u: string) => `https://t.example/c/${encodeURIComponent(u)}`;

@@ -5,12 +5,13 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { insertContent, insertEmails } from "../../src/mail/enqueue";
 import { wakeOutbox } from "../../src/mail/outbox";
 import { addVerifiedDomain } from "../domains/support";
-import { sendSmtp } from "../inbound/smtp-client";
-import { arfReport, postfixBounce } from "../inbound/fixtures";
+import { sendSmtp } from "../support/smtp-client";
+import { arfReport, postfixBounce } from "../inbound/support";
 import { startDns, type TestDns } from "../support/dns";
 import { createAccount, freeTcpPort, startServer, type Account, type TestServer } from "../support/server";
 import { startSmtpSink, type SmtpSink } from "../support/smtp-sink";
-import { contactRow, emailRow, eventsOf, hrefs, imgSrcs, suppression } from "./fixtures";
+import { waitFor } from "../support/wait";
+import { contactRow, emailRow, eventsOf, hrefs, imgSrcs, suppression } from "./support";
 
 describe("delivered mail: headers, footer, tracking and feedback", () => {
   let dns: TestDns;
@@ -58,19 +59,10 @@ describe("delivered mail: headers, footer, tracking and feedback", () => {
       ]);
     });
     wakeOutbox(srv.ctx);
-    const t0 = Date.now();
-    while (!sink.byRecipient(to).length) {
-      if (Date.now() - t0 > 10_000) throw new Error(`no delivery to ${to}: ${(await emailRow(srv, emailId!)).last_reply}`);
-      await Bun.sleep(20);
-    }
-    const msg = sink.byRecipient(to)[0]!;
-    const parsed = await msg.parse();
-    const t1 = Date.now();
-    while ((await emailRow(srv, emailId!)).status !== "DELIVERED") {
-      if (Date.now() - t1 > 5_000) throw new Error("not marked DELIVERED");
-      await Bun.sleep(20);
-    }
-    return { contactId, emailId: emailId!, msg, parsed, html: String(parsed.html || "") };
+    const outcome = async () => ({ msg: sink.byRecipient(to)[0], row: await emailRow(srv, emailId!) });
+    const { msg } = await waitFor(outcome, { until: (o) => !!o.msg && o.row.status === "DELIVERED", what: `a delivery to ${to} marked DELIVERED` });
+    const parsed = await msg!.parse();
+    return { contactId, emailId: emailId!, msg: msg!, parsed, html: String(parsed.html || "") };
   }
 
   /** A header of the delivered message as sent (unfolded), or undefined. */

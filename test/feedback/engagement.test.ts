@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { decorateMessage } from "../../src/mail/tracking";
 import { campaignEngagement } from "../../src/modules/feedback/engagement";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
-import { emailRow, eventsOf, hrefs, imgSrcs, insertContact, insertEmail } from "./fixtures";
+import { expectTimeBetween } from "../support/time";
+import { emailRow, eventsOf, hrefs, imgSrcs, insertContact, insertEmail } from "./support";
 
 describe("opens and clicks over HTTP", () => {
   let srv: TestServer;
@@ -31,6 +32,7 @@ describe("opens and clicks over HTTP", () => {
     const m = await deliveredMarketing("open-click@example.org");
     expect(m.tracked.length).toBe(2);
 
+    const openedFrom = srv.clock.now();
     const px = await fetch(srv.url + path(m.pixel));
     expect(px.status).toBe(200);
     expect(px.headers.get("content-type")).toBe("image/gif");
@@ -38,14 +40,17 @@ describe("opens and clicks over HTTP", () => {
     expect((await px.arrayBuffer()).byteLength).toBeGreaterThan(0);
     let row = await emailRow(srv, m.emailId);
     expect(row.status).toBe("OPENED");
-    expect(row.opened_at).not.toBeNull();
+    const openedAt = expectTimeBetween(row.opened_at, openedFrom, srv.clock.now());
+    expect(row.clicked_at).toBeNull();
 
+    const clickedFrom = srv.clock.now();
     const click = await srv.api(path(m.tracked[0]!));
     expect(click.status).toBe(302);
     expect(click.headers.get("location")).toBe("https://shop.example.com/sale?a=1&b=2");
     row = await emailRow(srv, m.emailId);
     expect(row.status).toBe("CLICKED");
-    expect(row.clicked_at).not.toBeNull();
+    expectTimeBetween(row.clicked_at, clickedFrom, srv.clock.now());
+    expect(row.opened_at).toBe(openedAt);
 
     const evs = await eventsOf(srv, m.contactId);
     expect(evs.map((e) => e.name)).toEqual(["email.open", "email.click"]);
@@ -63,6 +68,7 @@ describe("opens and clicks over HTTP", () => {
 
   test("repeats: one open event; one click event per distinct link; the status never goes back", async () => {
     const m = await deliveredMarketing("repeat@example.org");
+    const firstClick = srv.clock.now();
     await srv.api(path(m.tracked[0]!));
     await srv.api(path(m.tracked[0]!));
     await srv.api(path(m.pixel));
@@ -70,7 +76,9 @@ describe("opens and clicks over HTTP", () => {
     await srv.api(path(m.tracked[1]!));
     const row = await emailRow(srv, m.emailId);
     expect(row.status).toBe("CLICKED");
-    expect(row.opened_at).not.toBeNull(); // a click without the pixel still counts as opened
+    // A click without the pixel still counts as opened: at the first click, which the later pixel does not move.
+    const clickedAt = expectTimeBetween(row.clicked_at, firstClick, srv.clock.now());
+    expect(row.opened_at).toBe(clickedAt);
     const names = (await eventsOf(srv, m.contactId)).map((e) => `${e.name} ${e.data.link ?? ""}`.trim());
     expect(names).toEqual(["email.click https://shop.example.com/sale?a=1&b=2", "email.click https://blog.example.com/"]);
   });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { decorateMessage, subscriptionUrls } from "../../src/mail/tracking";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
-import { contactRow, eventsOf, insertContact, insertEmail } from "./fixtures";
+import { contactRow, eventsOf, insertContact, insertEmail } from "./support";
 
 /** What a browser would submit: the first form's method, target and successful controls. */
 function readForm(html: string, pageUrl: string, choose?: Record<string, string>) {

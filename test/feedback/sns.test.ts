@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setSnsFetcher, stringToSign, type SnsEnvelope } from "../../src/modules/feedback/sns";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
-import { contactRow, emailRow, eventsOf, insertContact, insertEmail, suppression } from "./fixtures";
+import { contactRow, emailRow, eventsOf, insertContact, insertEmail, suppression } from "./support";
 
 const CERT_URL = "https://sns.eu-west-1.amazonaws.com/SimpleNotificationService-0000000000000000000000.pem";
 const hasOpenssl = Bun.which("openssl") !== null;

@@ -1,4 +1,4 @@
-// Property-based fuzzing of the real HTTP server (issue 12): every route, malformed bodies, params,
+// Property-based fuzzing of the real HTTP server: every route, malformed bodies, params,
 // query strings and headers. No 5xx, the envelope on every JSON 4xx, no partial write on a refusal,
 // bounded memory. A short run (here); scripts/fuzz-hostile.ts is the long one.
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";

@@ -13,9 +13,16 @@ import {
   insertEmail,
   suppression,
   verifiedDomain,
-} from "../feedback/fixtures";
-import { arfReport, delayedDsn, gmailBounce, plainMessage, postfixBounce } from "./fixtures";
-import { ehloLines, sendSmtp } from "./smtp-client";
+} from "../feedback/support";
+import { arfReport, delayedDsn, gmailBounce, plainMessage, postfixBounce } from "./support";
+import { ehloLines, sendSmtp, type SendResult } from "../support/smtp-client";
+import { expectTimeBetween } from "../support/time";
+
+/** The whole transaction refused at RCPT TO with 550 5.1.1 naming the recipient (RFC 3463: bad mailbox). */
+function expectRefusedAtRcpt(r: SendResult, rcpt: string) {
+  expect(r).toMatchObject({ ok: false, responseCode: 550, accepted: [], rejected: [rcpt] });
+  expect(r.response).toBe(`550 5.1.1 <${rcpt}>: Recipient address rejected: no such recipient here`);
+}
 
 describe("inbound SMTP listener", () => {
   let srv: TestServer;
@@ -39,13 +46,14 @@ describe("inbound SMTP listener", () => {
   test("a DSN to bounces+<emailId> bounces that email, suppresses the address and unsubscribes the contact", async () => {
     const other = await sent("bystander@example.net");
     const m = await sent("nobody@example.net");
+    const reportedFrom = srv.clock.now();
     const r = await sendSmtp(port, { from: "", to: [m.vrp], raw: postfixBounce({ emailId: m.emailId, to: "nobody@example.net" }) });
     expect(r.ok).toBe(true);
     expect(r.response).toMatch(/^250/);
 
     const row = await emailRow(srv, m.emailId);
     expect(row.status).toBe("BOUNCED");
-    expect(row.bounced_at).not.toBeNull();
+    expectTimeBetween(row.bounced_at, reportedFrom, srv.clock.now());
     expect(row.last_reply).toContain("5.1.1");
     expect((await suppression(srv, acct.projectId, "nobody@example.net"))?.reason).toBe("bounce");
     expect((await contactRow(srv, m.contactId)).subscribed).toBe(0);
@@ -90,11 +98,12 @@ describe("inbound SMTP listener", () => {
   test("an ARF report marks the email COMPLAINED, unsubscribes and suppresses (reason complaint)", async () => {
     const m = await sent("angry@yahoo.example");
     await srv.ctx.db.updateTable("emails").set({ status: "OPENED", opened_at: srv.clock.now() }).where("id", "=", m.emailId).execute();
+    const reportedFrom = srv.clock.now();
     const r = await sendSmtp(port, { from: "feedback@arf.mail.yahoo.com", to: [m.vrp], raw: arfReport({ emailId: m.emailId, to: "angry@yahoo.example" }) });
     expect(r.ok).toBe(true);
     const row = await emailRow(srv, m.emailId);
     expect(row.status).toBe("COMPLAINED");
-    expect(row.complained_at).not.toBeNull();
+    expectTimeBetween(row.complained_at, reportedFrom, srv.clock.now());
     expect((await contactRow(srv, m.contactId)).subscribed).toBe(0);
     expect((await suppression(srv, acct.projectId, "angry@yahoo.example"))?.reason).toBe("complaint");
     const evs = await eventsOf(srv, m.contactId);
@@ -140,7 +149,7 @@ describe("inbound SMTP listener", () => {
     const p = await sendSmtp(port, { from: "a@b.example", to: ["postmaster@mailsvc.test"], raw: plainMessage({ from: "a@b.example", to: "postmaster@mailsvc.test", subject: "hello" }) });
     expect(p.ok).toBe(true);
     expect(await contactByEmail(srv, acct.projectId, "a@b.example")).toBeUndefined();
-    expect((await sendSmtp(port, { from: "a@b.example", to: ["random@mailsvc.test"], raw: "Subject: x\r\n\r\n" })).responseCode).toBe(550);
+    expectRefusedAtRcpt(await sendSmtp(port, { from: "a@b.example", to: ["random@mailsvc.test"], raw: "Subject: x\r\n\r\n" }), "random@mailsvc.test");
   });
 
   test("mail to the List-Unsubscribe mailto address unsubscribes; a forged one is refused at RCPT", async () => {
@@ -157,8 +166,7 @@ describe("inbound SMTP listener", () => {
     const mailto = /<mailto:([^?>]+)/.exec(d.headers["List-Unsubscribe"]!)![1]!;
     const forged = mailto.replace(/-[0-9a-f]{10}@/, "-0000000000@");
     const bad = await sendSmtp(port, { from: "mailto-unsub@example.net", to: [forged], raw: plainMessage({ from: "mailto-unsub@example.net", to: forged, subject: "unsubscribe" }) });
-    expect(bad.ok).toBe(false);
-    expect(bad.responseCode).toBe(550);
+    expectRefusedAtRcpt(bad, forged);
     expect((await contactRow(srv, m.contactId)).subscribed).toBe(1);
 
     const r = await sendSmtp(port, { from: "mailto-unsub@example.net", to: [mailto], raw: plainMessage({ from: "mailto-unsub@example.net", to: mailto, subject: "unsubscribe" }) });
@@ -180,14 +188,11 @@ describe("inbound SMTP listener", () => {
       "anyone@bounces.nowhere.example",
       "user@sub.example.com", // subdomains are not covered by a verified parent
     ]) {
-      const r = await sendSmtp(port, { from: "x@sender.example", to: [to], raw });
-      expect(r.ok).toBe(false);
-      expect(r.responseCode).toBe(550);
+      expectRefusedAtRcpt(await sendSmtp(port, { from: "x@sender.example", to: [to], raw }), to);
     }
     // A bounce address used on another domain than the email's is refused too.
     const m = await sent("wrong-domain@example.net");
-    const r = await sendSmtp(port, { from: "", to: [`bounces+${m.emailId}@evil.example`], raw });
-    expect(r.responseCode).toBe(550);
+    expectRefusedAtRcpt(await sendSmtp(port, { from: "", to: [`bounces+${m.emailId}@evil.example`], raw }), `bounces+${m.emailId}@evil.example`);
 
     // Mixed: the known recipient is accepted, the unknown one refused.
     const mixed = await sendSmtp(port, { from: "x@sender.example", to: ["hello@example.com", "x@nowhere.example"], raw });
@@ -238,8 +243,8 @@ describe("inbound SMTP listener", () => {
   test("messages above the size limit are refused (552)", async () => {
     const big = plainMessage({ from: "big@customer.example", to: "support@example.com", subject: "big", body: "x".repeat(76) + ("\r\n" + "y".repeat(76)).repeat(5000) });
     const r = await sendSmtp(port, { from: "big@customer.example", to: ["support@example.com"], raw: big });
-    expect(r.ok).toBe(false);
-    expect(r.responseCode).toBe(552);
+    expect(r).toMatchObject({ ok: false, responseCode: 552 });
+    expect(r.response).toMatch(/^552 5\.3\.4 Message too big \(limit \d+ bytes\)$/);
     expect(await contactByEmail(srv, acct.projectId, "big@customer.example")).toBeUndefined();
   });
 

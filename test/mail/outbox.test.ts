@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startServer } from "../support/server";
 import { startSmtpSink } from "../support/smtp-sink";
-import { deliveryEnv, emailRow, enqueueDirect, waitForStatus, type DeliveryEnv } from "./helpers";
+import { expectTimeBetween } from "../support/time";
+import { waitFor } from "../support/wait";
+import { deliveryEnv, emailRow, enqueueDirect, waitForStatus, type DeliveryEnv } from "../support/delivery";
 
 let env: DeliveryEnv;
 beforeAll(async () => {
@@ -21,13 +23,14 @@ async function moveClock(ms: number) {
 
 describe("outbox", () => {
   test("delivers a queued email to the recipient's MX over STARTTLS", async () => {
+    const queuedAt = env.srv.clock.now();
     const [id] = await enqueueDirect(env.srv, env.acct.projectId, content, [{ email: "ann@rcpt.test", vars: { name: "Ann" } }]);
     const row = await waitForStatus(env.srv, id!, "DELIVERED");
     expect(row.attempts).toBe(1);
     expect(row.last_reply).toContain("250");
     expect(row.mx_host).toBe("mx.rcpt.test");
-    expect(row.delivered_at).toBeGreaterThan(0);
-    expect(row.sent_at).toBeGreaterThan(0);
+    expectTimeBetween(row.sent_at, queuedAt, env.srv.clock.now());
+    expectTimeBetween(row.delivered_at, row.sent_at!, env.srv.clock.now());
     const [msg] = env.sink.byRecipient("ann@rcpt.test");
     expect(msg!.from).toBe(`bounces+${id}@bounces.sender.test`);
     const parsed = await msg!.parse();
@@ -57,23 +60,23 @@ describe("outbox", () => {
     const [id] = await enqueueDirect(env.srv, env.acct.projectId, content, [{ email: "cat@fail.test" }]);
     await waitForStatus(env.srv, id!, "DEFERRED");
     await moveClock(1100);
-    await waitForStatus(env.srv, id!, "DEFERRED").then(async (r) => {
-      for (let i = 0; i < 200 && (await emailRow(env.srv, id!)).attempts < 2; i++) await Bun.sleep(20);
-    });
+    await waitFor(() => emailRow(env.srv, id!), { until: (r) => r.status === "DEFERRED" && r.attempts === 2, what: "the second deferral" });
+    const lastAttemptFrom = env.srv.clock.now();
     await moveClock(2100);
     const row = await waitForStatus(env.srv, id!, "FAILED");
     expect(row.attempts).toBe(3);
-    expect(row.failed_at).toBeGreaterThan(0);
+    expectTimeBetween(row.failed_at, lastAttemptFrom, env.srv.clock.now());
     expect(row.last_reply).toContain("452");
     env.sink.onRcpt = () => undefined;
   });
 
   test("a 5xx bounces and suppresses the address for later sends", async () => {
     env.sink.onRcpt = (rcpt) => (rcpt === "gone@bounce.test" ? { code: 550, message: "5.1.1 no such user" } : undefined);
+    const queuedAt = env.srv.clock.now();
     const [id] = await enqueueDirect(env.srv, env.acct.projectId, content, [{ email: "gone@bounce.test" }]);
     const row = await waitForStatus(env.srv, id!, "BOUNCED");
     expect(row.last_reply).toContain("550");
-    expect(row.bounced_at).toBeGreaterThan(0);
+    expectTimeBetween(row.bounced_at, queuedAt, env.srv.clock.now());
     const sup = await env.srv.ctx.db.selectFrom("suppressions").selectAll().where("project_id", "=", env.acct.projectId).execute();
     expect(sup.map((s) => s.email)).toContain("gone@bounce.test");
     env.sink.onRcpt = () => undefined;
@@ -161,9 +164,10 @@ describe("outbox lifecycle", () => {
     try {
       const { createAccount } = await import("../support/server");
       const acct = await createAccount(srv.api);
+      const queuedAt = srv.clock.now();
       const [id] = await enqueueDirect(srv, acct.projectId, content, [{ email: "someone@anywhere-else.test" }]);
       const row = await waitForStatus(srv, id!, "SENT");
-      expect(row.sent_at).toBeGreaterThan(0);
+      expectTimeBetween(row.sent_at, queuedAt, srv.clock.now());
       expect(row.delivered_at).toBeNull();
       const [msg] = relay.byRecipient("someone@anywhere-else.test");
       expect(msg!.user).toBe("relayuser");

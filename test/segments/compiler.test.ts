@@ -2,7 +2,7 @@
 // and row shapes) and the in-memory evaluator, and both must select exactly the expected contacts.
 import { afterAll, describe, expect, test } from "bun:test";
 import { conditionReferences, validateCondition, type ConditionTree } from "../../src/audience/conditions";
-import { Audience, OTHER } from "./fixture";
+import { Audience, OTHER } from "./support";
 
 const DAY = 86_400_000;
 const now = Date.UTC(2025, 0, 15, 12);

@@ -3,7 +3,7 @@
 // contacts. Seeded, so a failure is reproducible; the failing tree is printed.
 import { afterAll, expect, test } from "bun:test";
 import { validateCondition, type ConditionFilter, type ConditionTree } from "../../src/audience/conditions";
-import { Audience, type Seed } from "./fixture";
+import { Audience, type Seed } from "./support";
 
 const DAY = 86_400_000;
 const now = Date.UTC(2024, 5, 15, 12, 0, 0);

@@ -2,8 +2,9 @@
 // members lists, STATIC members, compute/refresh with entry/exit events, automatic movement of
 // tracked segments after contact writes, the sweep, usage and tenant isolation.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { track, uploadCsv } from "../audience/helpers";
+import { track, uploadCsv } from "../audience/support";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
+import { waitFor } from "../support/wait";
 
 let srv: TestServer;
 // Accounts are slow to create (password hashing): A (CRUD), B (lists, members), C (tracked), D (sweep).
@@ -42,14 +43,8 @@ async function eventsNamed(acc: Account, name: string): Promise<any[]> {
   expect(r.status).toBe(200);
   return r.body.data;
 }
-async function eventually<T>(fn: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
-  let v = await fn();
-  for (let i = 0; i < 100 && !ok(v); i++) {
-    await Bun.sleep(30);
-    v = await fn();
-  }
-  return v;
-}
+/** The project's events of that name once there are at least `n` (segment moves are asynchronous). */
+const eventsOnce = (acc: Account, name: string, n = 1) => waitFor(() => eventsNamed(acc, name), { until: (v) => v.length >= n, what: `${n} ${name} events` });
 
 describe("CRUD", () => {
   test("create answers 201 with the segment object; list is a bare array newest first; get, patch, delete", async () => {
@@ -299,10 +294,10 @@ describe("tracked segments", () => {
     const seg = (await create(acc, { name: "Whales", condition: cond("data.ltv", "greaterThan", 1000), trackMembership: true })).body;
     const r = await track(srv.api, acc.publicKey, { email: "w@x.io", event: "purchase", data: { ltv: 5000 } });
     expect(r.status).toBe(200);
-    const entries = await eventually(() => eventsNamed(acc, "segment.whales.entry"), (v) => v.length > 0);
+    const entries = await eventsOnce(acc, "segment.whales.entry");
     expect(entries.map((e) => e.contactId)).toEqual([r.body.data.contact]);
     await track(srv.api, acc.publicKey, { email: "w@x.io", event: "refund", data: { ltv: 10 } });
-    const exits = await eventually(() => eventsNamed(acc, "segment.whales.exit"), (v) => v.length > 0);
+    const exits = await eventsOnce(acc, "segment.whales.exit");
     expect(exits.length).toBe(1);
     expect((await srv.api(`/segments/${seg.id}`, { key: acc.secretKey })).body.memberCount).toBe(0);
     // /v1/send and import move segments too (here: /v1/send's contact upsert is covered by the same hook).
@@ -330,13 +325,13 @@ describe("tracked segments follow imports and bulk jobs", () => {
     const up = await uploadCsv(srv.api, acc.secretKey, "email,tier\nv1@imp.io,vip\nv2@imp.io,vip\nn1@imp.io,basic\n");
     expect(up.status).toBe(202);
     await srv.drainJobs();
-    const entries = await eventually(() => eventsNamed(acc, "segment.imported-vips.entry"), (v) => v.length >= 2);
+    const entries = await eventsOnce(acc, "segment.imported-vips.entry", 2);
     expect(entries.length).toBe(2);
     const v1 = entries.find((e) => e.contactId)!.contactId;
     const bulk = await srv.api("/contacts/bulk-unsubscribe", { key: acc.secretKey, body: { contactIds: [v1] } });
     expect(bulk.status).toBe(202);
     await srv.drainJobs();
-    const exits = await eventually(() => eventsNamed(acc, "segment.imported-vips.exit"), (v) => v.length >= 1);
+    const exits = await eventsOnce(acc, "segment.imported-vips.exit", 1);
     expect(exits.map((e) => e.contactId)).toEqual([v1]);
   });
 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { addVerifiedDomain } from "../domains/support";
-import { deliveryEnv, type DeliveryEnv } from "../mail/helpers";
+import { deliveryEnv, type DeliveryEnv } from "../support/delivery";
 import { verifyDkim } from "./support";
 
 let env: DeliveryEnv;

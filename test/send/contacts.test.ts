@@ -1,7 +1,7 @@
 // /v1/send and the audience: contact upserts, subscription semantics, data rules, and the email.*
 // events the engine records on the contact.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { DeliveryEnv } from "../mail/helpers";
+import type { DeliveryEnv } from "../support/delivery";
 import { RCPT, SENDER, sendEnv, waitForView } from "./support";
 
 let env: DeliveryEnv;

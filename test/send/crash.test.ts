@@ -9,6 +9,7 @@ import { addVerifiedDomain } from "../domains/support";
 import { startDns } from "../support/dns";
 import { createAccount, makeApi, spawnServer, type SpawnedServer } from "../support/server";
 import { startSmtpSink } from "../support/smtp-sink";
+import { waitFor } from "../support/wait";
 
 const dir = mkdtempSync(join(tmpdir(), "mailsvc-crash-"));
 const cleanups: (() => Promise<unknown> | void)[] = [];
@@ -54,9 +55,11 @@ test("kill -9 mid-send, restart: every recipient gets its message, duplicates on
   const beforeRestart = sink.messages.length;
 
   srv = await spawnServer(env);
-  const t0 = Date.now();
-  const uniq = () => new Set(sink.messages.flatMap((m) => m.to)).size;
-  while (uniq() < recipients.length && Date.now() - t0 < 15_000) await Bun.sleep(25);
+  const notReached = () => {
+    const reached = new Set(sink.messages.flatMap((m) => m.to));
+    return recipients.filter((r) => !reached.has(r));
+  };
+  await waitFor(notReached, { until: (left) => left.length === 0, intervalMs: 25, timeoutMs: 15_000, what: "every recipient at the sink" });
 
   const copies = new Map<string, number>();
   for (const m of sink.messages) for (const t of m.to) copies.set(t, (copies.get(t) ?? 0) + 1);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { enqueueDirect, waitForStatus, type DeliveryEnv } from "../mail/helpers";
+import { enqueueDirect, waitForStatus, type DeliveryEnv } from "../support/delivery";
 import { RCPT, SENDER, sendEnv } from "./support";
 
 let env: DeliveryEnv;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { wakeOutbox } from "../../src/mail/outbox";
-import type { DeliveryEnv } from "../mail/helpers";
+import type { DeliveryEnv } from "../support/delivery";
 import { RCPT, SENDER, emailView, sendEnv, verifyDkim, waitForView } from "./support";
 
 let env: DeliveryEnv;

@@ -4,9 +4,10 @@ import { Resolver } from "node:dns/promises";
 import { authenticate } from "mailauth";
 import type { Config } from "../../src/config";
 import { addVerifiedDomain } from "../domains/support";
-import { deliveryEnv, type DeliveryEnv } from "../mail/helpers";
+import { deliveryEnv, type DeliveryEnv } from "../support/delivery";
 import type { SinkOptions } from "../support/smtp-sink";
 import type { TestServer } from "../support/server";
+import { waitFor } from "../support/wait";
 
 export const SENDER = "sender.test";
 export const RCPT = "rcpt.test";
@@ -40,12 +41,7 @@ export async function emailView(srv: TestServer, key: string, id: string) {
   return r.body as { status: string; attempts: number; lastReply?: string; [k: string]: unknown };
 }
 
-export async function waitForView(srv: TestServer, key: string, id: string, status: string, timeoutMs = 10_000) {
-  const t0 = Date.now();
-  for (;;) {
-    const v = await emailView(srv, key, id);
-    if (v.status === status) return v;
-    if (Date.now() - t0 > timeoutMs) throw new Error(`email ${id}: expected ${status}, still ${v.status} (${v.lastReply ?? ""})`);
-    await Bun.sleep(20);
-  }
+/** Polls GET /emails/:id until the email reaches `status`; returns the view. */
+export function waitForView(srv: TestServer, key: string, id: string, status: string, timeoutMs = 10_000) {
+  return waitFor(() => emailView(srv, key, id), { until: (v) => v.status === status, timeoutMs, what: `email ${id} ${status}` });
 }

@@ -7,6 +7,7 @@ import { ManualClock } from "../../src/clock";
 import { loadConfig, type Config } from "../../src/config";
 import { createLogger } from "../../src/http/logger";
 import { startService, type RunningService } from "../../src/server";
+import { waitFor } from "./wait";
 
 export interface TestServer extends RunningService {
   clock: ManualClock;
@@ -175,15 +176,10 @@ export async function spawnServer(env: Record<string, string>, timeoutMs = 10_00
   void collect(proc.stdout as ReadableStream<Uint8Array>);
   void collect(proc.stderr as ReadableStream<Uint8Array>);
   const url = `http://127.0.0.1:${port}`;
-  const t0 = Date.now();
-  for (;;) {
-    try {
-      const r = await fetch(url + "/config");
-      if (r.ok) break;
-    } catch {}
-    if (Date.now() - t0 > timeoutMs) throw new Error(`server did not start: ${out}`);
-    await Bun.sleep(25);
-  }
+  const up = () => fetch(url + "/config").then((r) => r.ok, () => false);
+  await waitFor(up, { timeoutMs, intervalMs: 25, what: `the server on port ${port}` }).catch((e) => {
+    throw new Error(`${(e as Error).message}; output: ${out}`);
+  });
   return {
     url,
     port,

@@ -2,6 +2,7 @@
 // per recipient (e.g. 451 then 250, or 550), whether to require AUTH, and how slow to be.
 import { simpleParser, type ParsedMail } from "mailparser";
 import { SMTPServer, type SMTPServerOptions } from "smtp-server";
+import { waitFor } from "./wait";
 
 export interface SinkMessage {
   from: string;
@@ -57,11 +58,7 @@ export async function startSmtpSink(opts: SinkOptions = {}): Promise<SmtpSink> {
     rcptAttempts: new Map(),
     connections: 0,
     async waitFor(count, timeoutMs = 10_000) {
-      const t0 = Date.now();
-      while (sink.messages.length < count) {
-        if (Date.now() - t0 > timeoutMs) throw new Error(`sink: expected ${count} messages, got ${sink.messages.length}`);
-        await Bun.sleep(20);
-      }
+      await waitFor(() => sink.messages.length, { until: (n) => n >= count, timeoutMs, what: `${count} messages at the sink` });
       return sink.messages;
     },
     byRecipient(email) {

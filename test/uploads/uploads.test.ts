@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { expectEnvelope, UUID } from "../blackbox/support";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
 
-import { IMAGES } from "./images";
+import { IMAGES } from "./support";
 
 let srv: TestServer;
 let acc: Account;

@@ -6,6 +6,7 @@ import type { Browser, Page } from "playwright-core";
 import { startDns, type TestDns } from "../support/dns";
 import { createAccount, startServer, type TestServer } from "../support/server";
 import { startSmtpSink, type SmtpSink } from "../support/smtp-sink";
+import { waitFor } from "../support/wait";
 import { publishRecords, type DomainView } from "../domains/support";
 import { launchBrowser, newPage, pageErrors, screenshot } from "./browser";
 
@@ -126,13 +127,9 @@ describe("dashboard", () => {
     });
     await page.getByLabel(`Role of ${other.email}`).selectOption("ADMIN");
     await page.waitForFunction(async () => true);
-    let members: any[] = [];
-    for (let i = 0; i < 50; i++) {
-      members = (await sessionApi(`/projects/${projectId}/members`)).body;
-      if (members.find((m) => m.email === other.email)?.role === "ADMIN") break;
-      await Bun.sleep(50);
-    }
-    expect(members.find((m) => m.email === other.email)?.role).toBe("ADMIN");
+    const members = async () => (await sessionApi(`/projects/${projectId}/members`)).body as any[];
+    const saved = await waitFor(members, { until: (ms) => ms.find((m) => m.email === other.email)?.role === "ADMIN", intervalMs: 50, what: `${other.email} ADMIN` });
+    expect(saved.find((m) => m.email === other.email)?.role).toBe("ADMIN");
   }, 30_000);
 
   test("domains: add one, see its records, verify against the DNS server", async () => {
@@ -236,11 +233,12 @@ describe("dashboard", () => {
 
     await page.getByRole("link", { name: "Emails" }).click();
     await page.getByRole("cell", { name: "Hi Ada" }).waitFor();
-    for (let i = 0; i < 40 && !(await page.getByText("DELIVERED").count()); i++) {
-      await page.getByRole("button", { name: "Refresh" }).click();
-      await Bun.sleep(100);
-    }
-    expect(await page.getByText("DELIVERED").count()).toBeGreaterThan(0);
+    const delivered = async () => {
+      const n = await page.getByText("DELIVERED").count();
+      if (!n) await page.getByRole("button", { name: "Refresh" }).click();
+      return n;
+    };
+    expect(await waitFor(delivered, { intervalMs: 100, what: "DELIVERED in the emails log" })).toBeGreaterThan(0);
     await screenshot(page, "emails");
 
     await page.getByRole("link", { name: "Activity" }).click();

@@ -1,6 +1,6 @@
 // Billing limits, webhook endpoints, image uploads in the template editor and the overview charts, in
-// a real browser. These pages drive modules built on other branches: until they are all in this build
-// the suite says so loudly and is skipped (it was run against a merge of those branches).
+// a real browser. These pages drive the billing, uploads, webhooks and analytics modules: a build without
+// one of them skips the suite with a warning naming what is missing.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
 import { MODULES } from "../../src/modules";

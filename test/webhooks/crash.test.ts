@@ -5,7 +5,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createAccount, makeApi, spawnServer, type SpawnedServer } from "../support/server";
-import { startReceiver, until, verify } from "./support";
+import { waitFor } from "../support/wait";
+import { startReceiver, verify } from "./support";
 
 const dir = mkdtempSync(join(tmpdir(), "mailsvc-webhook-crash-"));
 const cleanups: (() => Promise<unknown> | void)[] = [];
@@ -41,15 +42,15 @@ test("kill -9 with deliveries pending, restart: each one is delivered", async ()
   rx.delayMs = 0;
   srv = await spawnServer(env);
   api = makeApi(srv.url);
-  await until(async () => new Set(rx.received.map((r) => r.headers["webhook-id"])).size >= N, 15_000, "every delivery");
+  await waitFor(() => new Set(rx.received.map((r) => r.headers["webhook-id"])).size, { until: (n) => n >= N, timeoutMs: 15_000, what: `${N} distinct webhook-ids` });
   const ids = new Set(rx.received.map((r) => r.headers["webhook-id"]));
   expect(ids.size).toBe(N);
   const emails = new Set(rx.received.map((r) => r.json.data.contactEmail));
   expect(emails.size).toBe(N);
   for (const r of rx.received) verify(ep.secret, r);
-  const log = await until(async () => {
-    const d = (await api(`/webhook-endpoints/${ep.id}/deliveries?limit=100`, { key: acct.secretKey })).body;
-    return d.data.length === N && d.data.every((x: { status: string }) => x.status === "DELIVERED") ? d : null;
-  }, 10_000, "deliveries recorded");
+  const log = await waitFor(async () => (await api(`/webhook-endpoints/${ep.id}/deliveries?limit=100`, { key: acct.secretKey })).body, {
+    until: (d) => d.data.length === N && d.data.every((x: { status: string }) => x.status === "DELIVERED"),
+    what: `${N} DELIVERED deliveries recorded`,
+  });
   expect(new Set(log.data.map((x: { id: string }) => x.id))).toEqual(ids);
 }, 60_000);

@@ -1,6 +1,6 @@
 // Email lifecycle events of a real send reach a subscribed endpoint, carrying the email id.
 import { afterAll, beforeAll, setDefaultTimeout, expect, test } from "bun:test";
-import type { DeliveryEnv } from "../mail/helpers";
+import type { DeliveryEnv } from "../support/delivery";
 import { RCPT, SENDER, sendEnv } from "../send/support";
 import { startReceiver, verify, type Receiver } from "./support";
 

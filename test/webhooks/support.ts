@@ -1,5 +1,6 @@
 // A local HTTP receiver for outbound webhooks: records every request, answers what the test says.
 import { Webhook } from "standardwebhooks";
+import { waitFor } from "../support/wait";
 
 export interface Received {
   path: string;
@@ -58,14 +59,8 @@ export function startReceiver(): Receiver {
     set delayMs(ms: number) {
       state.delayMs = ms;
     },
-    async waitFor(n, match = () => true, timeoutMs = 8000) {
-      const t0 = Date.now();
-      for (;;) {
-        const got = received.filter(match);
-        if (got.length >= n) return got;
-        if (Date.now() - t0 > timeoutMs) throw new Error(`waited for ${n} webhook requests, got ${got.length}: ${JSON.stringify(received.map((r) => r.json?.type))}`);
-        await Bun.sleep(20);
-      }
+    waitFor(n, match = () => true, timeoutMs = 8000) {
+      return waitFor(() => received.filter(match), { until: (got) => got.length >= n, timeoutMs, what: `${n} webhook requests` });
     },
     close: () => server.stop(true),
   } as Receiver;
@@ -78,15 +73,4 @@ export function verify(secret: string, r: Received): unknown {
     "webhook-timestamp": r.headers["webhook-timestamp"]!,
     "webhook-signature": r.headers["webhook-signature"]!,
   });
-}
-
-/** Polls until `fn` returns a truthy value. */
-export async function until<T>(fn: () => Promise<T | null | undefined | false>, timeoutMs = 8000, what = "condition"): Promise<T> {
-  const t0 = Date.now();
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() - t0 > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(25);
-  }
 }

@@ -2,9 +2,10 @@
 // (DELAY, SEND_EMAIL, UPDATE_CONTACT, CONDITION, EXIT), cancel, re-entry, upcoming, isolation.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sendEnv, SENDER, RCPT } from "../send/support";
-import type { DeliveryEnv } from "../mail/helpers";
+import type { DeliveryEnv } from "../support/delivery";
 import { createAccount } from "../support/server";
-import { addStep, chain, contact, createWorkflow, execution, executions, link, must, start, waitForExecution, type Ctx } from "./support";
+import { expectTimeBetween } from "../support/time";
+import { addStep, chain, contact, createWorkflow, executions, link, must, start, waitForExecution, type Ctx } from "./support";
 
 let env: DeliveryEnv;
 let c: Ctx;
@@ -194,6 +195,7 @@ describe("executions", () => {
     await must(c.api(`/workflows/${wf.id}`, { method: "PATCH", key: c.key, body: { triggerType: "MANUAL", enabled: true } }), 200);
     const pro = await contact(c, `pro@${RCPT}`, { plan: "pro" });
     const free = await contact(c, `free@${RCPT}`, { plan: "free" });
+    const startedFrom = env.srv.clock.now();
     const e1 = await start(c, wf.id, { contactId: pro.id });
     const e2 = await start(c, wf.id, { contactId: free.id });
     const d1 = await waitForExecution(c, wf.id, e1.id, "COMPLETED");
@@ -209,7 +211,8 @@ describe("executions", () => {
     const d2 = await waitForExecution(c, wf.id, e2.id, "EXITED");
     expect(d2).toMatchObject({ exitReason: "not pro", currentStepId: ex.id });
     expect(d2.steps.map((s: any) => s.status)).toEqual(["COMPLETED", "COMPLETED"]);
-    expect(d2.completedAt).not.toBeNull();
+    const startedAt = expectTimeBetween(d2.startedAt, startedFrom, env.srv.clock.now());
+    expectTimeBetween(d2.completedAt, startedAt, env.srv.clock.now());
   });
 
   test("CONDITION through the condition compiler: a tree with workflow.* facts and contact fields; invalid trees are 422", async () => {

@@ -8,6 +8,7 @@ import { addVerifiedDomain } from "../domains/support";
 import { startDns } from "../support/dns";
 import { createAccount, makeApi, spawnServer, type SpawnedServer } from "../support/server";
 import { startSmtpSink } from "../support/smtp-sink";
+import { waitFor } from "../support/wait";
 import { must } from "./support";
 
 const dir = mkdtempSync(join(tmpdir(), "mailsvc-wf-crash-"));
@@ -49,11 +50,8 @@ test("kill -9 while executions wait: each resumes once and sends once", async ()
   const recipients = Array.from({ length: N }, (_, i) => `c${i}@wfcrash.test`);
   for (const email of recipients.slice(0, N / 2)) await must(api("/v1/track", { key: acct.publicKey, body: { email, event: "crash-start" } }), 200);
   // The first half waits in its DELAY ...
-  for (let t0 = Date.now(); ; await Bun.sleep(25)) {
-    const list = await must(api(`/workflows/${wf.id}/executions?status=WAITING&pageSize=1`, { key }), 200);
-    if (list.total >= N / 2) break;
-    if (Date.now() - t0 > 10_000) throw new Error("executions did not start waiting");
-  }
+  const inStatus = (status: string) => async () => (await must(api(`/workflows/${wf.id}/executions?status=${status}&pageSize=1`, { key }), 200)).total as number;
+  await waitFor(inStatus("WAITING"), { until: (n) => n >= N / 2, intervalMs: 25, what: `${N / 2} WAITING executions` });
   // ... the second half is tracked right before the kill: its triggers may not be consumed yet.
   for (const email of recipients.slice(N / 2)) await must(api("/v1/track", { key: acct.publicKey, body: { email, event: "crash-start" } }), 200);
   await srv.kill("SIGKILL");
@@ -63,11 +61,7 @@ test("kill -9 while executions wait: each resumes once and sends once", async ()
   api = makeApi(srv.url);
   await sink.waitFor(N, 20_000);
   // Let anything that would be a duplicate show up.
-  for (let t0 = Date.now(); ; await Bun.sleep(50)) {
-    const list = await must(api(`/workflows/${wf.id}/executions?status=COMPLETED&pageSize=1`, { key }), 200);
-    if (list.total >= N) break;
-    if (Date.now() - t0 > 10_000) throw new Error(`only ${list.total} executions completed`);
-  }
+  await waitFor(inStatus("COMPLETED"), { until: (n) => n >= N, intervalMs: 50, what: `${N} COMPLETED executions` });
   await Bun.sleep(500);
   const copies = new Map<string, number>();
   for (const m of sink.messages) for (const to of m.to) copies.set(to, (copies.get(to) ?? 0) + 1);

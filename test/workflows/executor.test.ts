@@ -2,7 +2,7 @@
 // the commit and the job's completion does) is a no-op: no step runs twice, no second email row.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { runStepJob, STEP_JOB, type StepJobPayload } from "../../src/automation/executor";
-import type { DeliveryEnv } from "../mail/helpers";
+import type { DeliveryEnv } from "../support/delivery";
 import { RCPT, SENDER, sendEnv } from "../send/support";
 import { chain, contact, must, start, waitForExecution, type Ctx } from "./support";
 

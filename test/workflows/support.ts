@@ -1,5 +1,6 @@
 // Workflow test helpers: build a graph through the API, start executions, wait for states.
 import type { Api } from "../support/server";
+import { waitFor } from "../support/wait";
 
 export interface Ctx {
   api: Api;
@@ -51,16 +52,15 @@ export async function execution(c: Ctx, wf: string, id: string) {
   return must(c.api(`/workflows/${wf}/executions/${id}`, { key: c.key }), 200);
 }
 
-/** Polls until the execution reaches one of the statuses. */
-export async function waitForExecution(c: Ctx, wf: string, id: string, statuses: string | string[], timeoutMs = 10_000) {
-  const want = Array.isArray(statuses) ? statuses : [statuses];
-  const t0 = Date.now();
-  for (;;) {
-    const e = await execution(c, wf, id);
-    if (want.includes(e.status)) return e;
-    if (Date.now() - t0 > timeoutMs) throw new Error(`execution ${id}: expected ${want.join("|")}, still ${e.status}: ${JSON.stringify(e)}`);
-    await Bun.sleep(20);
-  }
+/** Polls until the execution reaches one of the statuses; returns it. */
+export function waitForExecution(c: Ctx, wf: string, id: string, statuses: string | string[], timeoutMs = 10_000) {
+  const want = [statuses].flat();
+  return waitFor(() => execution(c, wf, id), { until: (e) => want.includes(e.status), timeoutMs, what: `execution ${id} ${want.join("|")}` });
+}
+
+/** Polls the execution list (optionally of one status) until it has at least `n`; returns the list. */
+export function waitForExecutions(c: Ctx, wf: string, n: number, status?: string, timeoutMs = 10_000) {
+  return waitFor(() => executions(c, wf, status), { until: (list) => list.total >= n, timeoutMs, what: `${n}${status ? " " + status : ""} executions of workflow ${wf}` });
 }
 
 export async function executions(c: Ctx, wf: string, status?: string) {

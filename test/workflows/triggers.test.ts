@@ -1,9 +1,9 @@
 // Event triggers (client and system events through the event feed), WAIT_FOR_EVENT both ways,
 // re-entry on triggers, and the welcome email rendered with the triggering event's data.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import type { DeliveryEnv } from "../mail/helpers";
+import type { DeliveryEnv } from "../support/delivery";
 import { RCPT, SENDER, sendEnv } from "../send/support";
-import { addStep, chain, contact, createWorkflow, executions, link, must, waitForExecution, type Ctx } from "./support";
+import { addStep, chain, contact, createWorkflow, executions, link, must, waitForExecution, waitForExecutions, type Ctx } from "./support";
 
 let env: DeliveryEnv;
 let c: Ctx;
@@ -21,21 +21,11 @@ afterAll(() => env?.close());
 const track = (email: string, event: string, data: Record<string, unknown> = {}) =>
   must(c.api("/v1/track", { key: env.acct.publicKey, body: { email, event, data } }), 200);
 
-async function waitForCount(wf: string, n: number, status?: string, timeoutMs = 10_000) {
-  const t0 = Date.now();
-  for (;;) {
-    const list = await executions(c, wf, status);
-    if (list.total >= n) return list;
-    if (Date.now() - t0 > timeoutMs) throw new Error(`expected ${n} executions, have ${list.total}`);
-    await Bun.sleep(20);
-  }
-}
-
 test("a tracked event starts the enabled workflow: the welcome email is rendered with the event data", async () => {
   const wf = await chain(c, [["SEND_EMAIL", { templateId }]], { eventName: "signed-up" });
   const disabled = await chain(c, [["SEND_EMAIL", { templateId }]], { eventName: "signed-up", enable: false });
   await track(`welcome@${RCPT}`, "signed-up", { firstName: "Grace", plan: { value: "pro", persistent: false }, orderId: 42 });
-  const list = await waitForCount(wf.id, 1);
+  const list = await waitForExecutions(c, wf.id, 1);
   const ex = await waitForExecution(c, wf.id, list.data[0].id, "COMPLETED");
   expect(ex.triggerEvent).toMatchObject({ name: "signed-up", data: { plan: "pro", orderId: 42 } });
   const [msg] = await env.sink.waitFor(1);
@@ -59,7 +49,7 @@ test("CONDITION on event.* of the triggering event: both branches", async () => 
   await must(c.api(`/workflows/${wf.id}`, { method: "PATCH", key: c.key, body: { enabled: true, allowReentry: true } }), 200);
   await track(`big@${RCPT}`, "order", { total: { value: 250, persistent: false } });
   await track(`small@${RCPT}`, "order", { total: { value: 20, persistent: false } });
-  const list = await waitForCount(wf.id, 2, "COMPLETED");
+  const list = await waitForExecutions(c, wf.id, 2, "COMPLETED");
   expect(list.total).toBe(2);
   const segOf = async (email: string) => (await must(c.api(`/contacts?search=${email}`, { key: c.key }), 200)).data[0].data.segment;
   expect(await segOf("big@")).toBe("big");
@@ -70,7 +60,7 @@ test("system events trigger workflows: contact.unsubscribed from PATCH /contacts
   const wf = await chain(c, [["UPDATE_CONTACT", { updates: { churned: true } }]], { eventName: "contact.unsubscribed" });
   const ct = await contact(c, `leaver@${RCPT}`);
   await must(c.api(`/contacts/${ct.id}`, { method: "PATCH", key: c.key, body: { subscribed: false } }), 200);
-  const list = await waitForCount(wf.id, 1);
+  const list = await waitForExecutions(c, wf.id, 1);
   await waitForExecution(c, wf.id, list.data[0].id, "COMPLETED");
   expect((await must(c.api(`/contacts/${ct.id}`, { key: c.key }), 200)).data).toMatchObject({ churned: true });
 });
@@ -81,8 +71,8 @@ test("a workflow's UPDATE_CONTACT moves the contact into a tracked segment, whos
   const upgrade = await chain(c, [["UPDATE_CONTACT", { updates: { plan: "pro" } }]], { eventName: "upgraded" });
   const welcome = await chain(c, [["UPDATE_CONTACT", { updates: { welcomedPro: true } }]], { eventName: "segment.pro-users.entry" });
   await track(`upgrader@${RCPT}`, "upgraded");
-  await waitForCount(upgrade.id, 1, "COMPLETED");
-  await waitForCount(welcome.id, 1, "COMPLETED", 15_000);
+  await waitForExecutions(c, upgrade.id, 1, "COMPLETED");
+  await waitForExecutions(c, welcome.id, 1, "COMPLETED", 15_000);
   const ct = (await must(c.api(`/contacts?search=upgrader@`, { key: c.key }), 200)).data[0];
   expect(ct.data).toMatchObject({ plan: "pro", welcomedPro: true });
 });
@@ -91,10 +81,10 @@ test("re-entry on triggers: off starts once per contact, on starts again after t
   const once = await chain(c, [["EXIT", {}]], { eventName: "visit" });
   const again = await chain(c, [["EXIT", {}]], { eventName: "visit", allowReentry: true });
   await track(`visitor@${RCPT}`, "visit");
-  await waitForCount(once.id, 1, "EXITED");
-  await waitForCount(again.id, 1, "EXITED");
+  await waitForExecutions(c, once.id, 1, "EXITED");
+  await waitForExecutions(c, again.id, 1, "EXITED");
   await track(`visitor@${RCPT}`, "visit");
-  await waitForCount(again.id, 2, "EXITED");
+  await waitForExecutions(c, again.id, 2, "EXITED");
   await env.srv.drainJobs();
   expect((await executions(c, once.id)).total).toBe(1);
   expect((await executions(c, again.id)).total).toBe(2);
@@ -113,7 +103,7 @@ test("WAIT_FOR_EVENT: the awaited event of the same contact takes the event bran
   await track(`payer@${RCPT}`, "paid");
   await track(`payer@${RCPT}`, "trial-started");
   await track(`idle@${RCPT}`, "trial-started");
-  const list = await waitForCount(wf.id, 2);
+  const list = await waitForExecutions(c, wf.id, 2);
   const byEmail = async (email: string) => {
     const ct = (await must(c.api(`/contacts?search=${email}`, { key: c.key }), 200)).data[0];
     return list.data.find((e: any) => e.contactId === ct.id);

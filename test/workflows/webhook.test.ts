@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Webhook } from "standardwebhooks";
 import { startDns, type TestDns } from "../support/dns";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
+import { waitFor } from "../support/wait";
 import { chain, contact, must, start, waitForExecution, type Ctx } from "./support";
 
 interface Received {
@@ -127,14 +128,14 @@ describe("WEBHOOK", () => {
     const ct = await contact(c, "five@example.com");
     const n = received.length;
     const ex = await start(c, wf.id, { contactId: ct.id });
-    for (let t0 = Date.now(); since(n).length < 1; await Bun.sleep(20)) if (Date.now() - t0 > 10_000) throw new Error("no first attempt");
+    await waitFor(() => since(n).length, { until: (k) => k >= 1, what: "the first attempt" });
     const running = await waitForExecution(c, wf.id, ex.id, "RUNNING");
     expect(running.steps[0]).toMatchObject({ status: "RUNNING", output: { attempts: 1, status: 503 } });
     for (const wait of [1000, 2000, 3000]) {
       const before = since(n).length;
       srv.clock.advance(wait + 10);
       await srv.drainJobs();
-      for (let t0 = Date.now(); since(n).length === before; await Bun.sleep(20)) if (Date.now() - t0 > 10_000) throw new Error("no retry");
+      await waitFor(() => since(n).length, { until: (k) => k > before, what: `retry ${before} after ${wait} ms` });
     }
     const done = await waitForExecution(c, wf.id, ex.id, "FAILED");
     const attempts = since(n);

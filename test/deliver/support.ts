@@ -5,6 +5,7 @@ import { dkimVerify } from "mailauth/lib/dkim/verify";
 import type { TestDns } from "../support/dns";
 import type { Account, TestServer } from "../support/server";
 import type { SinkMessage, SmtpSink } from "../support/smtp-sink";
+import { waitFor } from "../support/wait";
 
 let seq = 0;
 export const rcpt = (domain: string) => `reader${Date.now()}${++seq}@${domain}`;
@@ -14,14 +15,11 @@ export async function sendAndReceive(srv: TestServer, sink: SmtpSink, acc: Accou
   const res = await srv.api("/v1/send", { key: acc.secretKey, body });
   if (res.status !== 200 && res.status !== 201) throw new Error(`send failed: ${res.status} ${res.text}`);
   const to = String(body.to);
-  const t0 = Date.now();
-  for (;;) {
-    const m = sink.byRecipient(to);
-    if (m.length) return m[0]!;
-    if (Date.now() - t0 > 8000) throw new Error(`no message for ${to}`);
+  const received = async () => {
     await srv.drainJobs();
-    await Bun.sleep(20);
-  }
+    return sink.byRecipient(to)[0];
+  };
+  return waitFor(received, { what: `a message for ${to}` });
 }
 
 export interface DkimResult {

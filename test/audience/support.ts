@@ -1,4 +1,5 @@
-// Shared by the contacts and events tests: a server with one or two accounts and small API wrappers.
+// API wrappers for the audience tests (contacts, events, segments, campaigns): a CSV upload, every page of
+// GET /contacts, /v1/track.
 import type { Api, ApiResponse } from "../support/server";
 
 export function uploadCsv(api: Api, key: string, content: string | Blob, filename = "contacts.csv"): Promise<ApiResponse> {

@@ -2,9 +2,10 @@
 import type { Config } from "../../src/config";
 import { insertContent, insertEmails, type NewContent } from "../../src/mail/enqueue";
 import { wakeOutbox } from "../../src/mail/outbox";
-import { startDns, type TestDns } from "../support/dns";
-import { createAccount, startServer, type Account, type TestServer } from "../support/server";
-import { startSmtpSink, type SinkOptions, type SmtpSink } from "../support/smtp-sink";
+import { startDns, type TestDns } from "./dns";
+import { createAccount, startServer, type Account, type TestServer } from "./server";
+import { startSmtpSink, type SinkOptions, type SmtpSink } from "./smtp-sink";
+import { waitFor } from "./wait";
 
 export interface DeliveryEnv {
   dns: TestDns;
@@ -58,14 +59,8 @@ export async function emailRow(srv: TestServer, id: string) {
   return srv.ctx.db.selectFrom("emails").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
 }
 
-/** Polls until the email reaches one of `statuses`. */
-export async function waitForStatus(srv: TestServer, id: string, statuses: string | string[], timeoutMs = 10_000) {
-  const want = Array.isArray(statuses) ? statuses : [statuses];
-  const t0 = Date.now();
-  for (;;) {
-    const row = await emailRow(srv, id);
-    if (want.includes(row.status)) return row;
-    if (Date.now() - t0 > timeoutMs) throw new Error(`email ${id}: expected ${want.join("|")}, still ${row.status} (${row.last_reply ?? ""})`);
-    await Bun.sleep(20);
-  }
+/** Polls until the email reaches one of `statuses`; returns its row. */
+export function waitForStatus(srv: TestServer, id: string, statuses: string | string[], timeoutMs = 10_000) {
+  const want = [statuses].flat();
+  return waitFor(() => emailRow(srv, id), { until: (row) => want.includes(row.status), timeoutMs, what: `email ${id} ${want.join("|")}` });
 }

@@ -1,4 +1,4 @@
-// Rows the feedback loop acts on, inserted directly (the engine that creates them is another part).
+// Rows the feedback loop acts on, inserted directly so a test controls their state (no delivery needed).
 import { sql } from "kysely";
 import { upsertContact } from "../../src/audience/contacts";
 import type { TestServer } from "../support/server";
