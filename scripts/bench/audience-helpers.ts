@@ -39,7 +39,7 @@ export interface BenchServer {
 export async function startBenchServer(db: string, env: Record<string, string> = {}, opts: { cpu?: string } = {}): Promise<BenchServer> {
   const port = 20000 + Math.floor(Math.random() * 20000);
   // BENCH_PROFILE=<dir>: the server writes a CPU profile (markdown) there on exit.
-  const prof = process.env.BENCH_PROFILE ? ["--cpu-prof-md", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+  const prof = process.env.BENCH_PROFILE ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
   // opts.cpu: pin the server to those cores (taskset keeps the pid).
   const pin = opts.cpu ? ["taskset", "-c", opts.cpu] : [];
   const proc = Bun.spawn([...pin, process.execPath, ...prof, MAIN, "serve"], {

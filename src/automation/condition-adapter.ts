@@ -3,7 +3,14 @@
  * is a condition tree `{ logic, groups }` or a single filter `{ field, operator, value, unit? }`,
  * which is wrapped into a one-filter tree.
  */
-import { contactMatches, normalizeCondition, validateCondition, type ConditionTree as Tree } from "../audience/conditions";
+import {
+  conditionReferences,
+  contactMatches,
+  evaluateInMemory,
+  normalizeCondition,
+  validateCondition,
+  type ConditionTree as Tree,
+} from "../audience/conditions";
 import type { FieldError } from "../http/errors";
 import type { Db } from "./store";
 
@@ -45,8 +52,42 @@ export interface MatchOptions {
   facts: { event: Record<string, unknown>; workflow: Record<string, unknown> };
 }
 
-/** Whether the contact matches the CONDITION config: the one condition compiler, for one contact. */
-export async function contactMatchesTree(db: Db, config: Record<string, unknown>, opts: MatchOptions): Promise<boolean> {
-  const tree = normalizeCondition(treeOf(config)) as Tree;
+/** The contact row a CONDITION step already holds (evaluated in memory when the tree allows). */
+export interface LoadedContact {
+  id: string;
+  email: string;
+  subscribed: number;
+  data: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** A config's normalized tree, and whether it reads only the contact and the facts (no events, no segments). */
+const prepared = new WeakMap<Record<string, unknown>, { tree: Tree; inMemory: boolean }>();
+function prepare(config: Record<string, unknown>) {
+  let p = prepared.get(config);
+  if (!p) {
+    const tree = normalizeCondition(treeOf(config)) as Tree;
+    const refs = conditionReferences(tree, "workflow");
+    prepared.set(config, (p = { tree, inMemory: !refs.events.length && !refs.segments.length }));
+  }
+  return p;
+}
+
+/**
+ * Whether the contact matches the CONDITION config: the one condition compiler, for one contact. A
+ * tree over the contact's own fields and the facts is evaluated in memory on the loaded row (the same
+ * semantics, property-tested against the SQL); one over events or segments is a query.
+ */
+export async function contactMatchesTree(db: Db, config: Record<string, unknown>, opts: MatchOptions, contact?: LoadedContact): Promise<boolean> {
+  const { tree, inMemory } = prepare(config);
+  if (contact && inMemory) {
+    let data: Record<string, unknown> = {};
+    try {
+      data = contact.data ? (JSON.parse(contact.data) as Record<string, unknown>) : {};
+    } catch {}
+    const mem = { id: contact.id, email: contact.email, subscribed: contact.subscribed === 1, data, createdAt: contact.created_at, updatedAt: contact.updated_at };
+    return evaluateInMemory(tree, mem, { now: opts.now, events: [], memberships: [], facts: opts.facts, mode: "workflow" });
+  }
   return contactMatches(db, tree, { projectId: opts.projectId, contactId: opts.contactId, now: opts.now, facts: opts.facts, mode: "workflow" });
 }

@@ -11,6 +11,7 @@ import { contactsChangedMany } from "../audience/changes";
 import { notifyEvents } from "../audience/events";
 import type { AppContext } from "../context";
 import type { DB } from "../db";
+import { Mutex } from "../db/bun-sqlite-dialect";
 import type { JobRunContext } from "../jobs/queue";
 import { wakeOutbox } from "../mail/outbox";
 import { decideNext } from "./graph";
@@ -171,6 +172,29 @@ const parse = (s: string | null) => (s ? JSON.parse(s) : null);
 
 /** Request rate above which the engine yields most of the time to the API (its due work stays durable in the queue). */
 const BUSY_API_RPS = 50;
+/** While the API is busy, the engine pauses this many times as long as each turn took: it takes about 1/(1+n) of the time. */
+const BUSY_PAUSE_FACTOR = 9;
+const MAX_PAUSE_MS = 250;
+const gates = new WeakMap<AppContext, Mutex>();
+
+/**
+ * Every turn of the engine (one execution's, or a batch's) runs through one gate per instance.
+ * While the API is busy the gate stays closed after a turn for BUSY_PAUSE_FACTOR times its
+ * duration, so however many job slots run workflow turns, together they take about a tenth of the
+ * time: requests keep their latency, the engine's due work waits in the queue (durable).
+ */
+async function engineTurn<T>(ctx: AppContext, fn: () => Promise<T>): Promise<T> {
+  let gate = gates.get(ctx);
+  if (!gate) gates.set(ctx, (gate = new Mutex()));
+  await gate.lock();
+  const t0 = performance.now();
+  try {
+    return await fn();
+  } finally {
+    if (apiBusy(ctx)) await Bun.sleep(Math.min(MAX_PAUSE_MS, (performance.now() - t0) * BUSY_PAUSE_FACTOR));
+    gate.unlock();
+  }
+}
 const apiSeen = new WeakMap<AppContext, { total: number; at: number; busy: boolean }>();
 
 /** Whether the API answered more than BUSY_API_RPS requests per second lately (re-measured every 250 ms). */
@@ -194,11 +218,8 @@ function apiBusy(ctx: AppContext): boolean {
 export async function runStepJob(ctx: AppContext, job: JobRunContext<StepJobPayload>): Promise<unknown> {
   const p = job.payload;
   let result: unknown;
-  const started = performance.now();
   try {
-    result = await advance(ctx, p);
-    // While the API is busy, each turn is followed by a pause so the engine takes at most ~30% of the time.
-    if (apiBusy(ctx)) await Bun.sleep(Math.min(50, (performance.now() - started) * 2.5));
+    result = await engineTurn(ctx, () => advance(ctx, p));
   } catch (e) {
     if (job.attempt < MAX_JOB_ATTEMPTS) throw e;
     // The last attempt: the execution fails visibly instead of staying RUNNING forever.
@@ -218,9 +239,8 @@ export async function runStepJob(ctx: AppContext, job: JobRunContext<StepJobPayl
   try {
     while (batched < MAX_BATCHED_PER_RUN) {
       let n: number;
-      const t0 = performance.now();
       try {
-        n = await advanceBatch(ctx);
+        n = await engineTurn(ctx, () => advanceBatch(ctx));
       } catch (e) {
         // One turn failed and rolled its batch back: the job loop runs those jobs one by one (and fails a bad one).
         ctx.log.warn("workflow batch failed; its jobs run one by one", { error: String((e as Error)?.message ?? e) });
@@ -228,8 +248,7 @@ export async function runStepJob(ctx: AppContext, job: JobRunContext<StepJobPayl
       }
       if (!n) break;
       batched += n;
-      if (apiBusy(ctx)) await Bun.sleep(Math.min(50, (performance.now() - t0) * 2.5));
-      else await new Promise((r) => setImmediate(r));
+      await new Promise((r) => setImmediate(r));
     }
   } finally {
     batching.delete(ctx);

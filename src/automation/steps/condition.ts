@@ -4,11 +4,7 @@ import type { StepRunner } from "./env";
 
 /** CONDITION: the one condition compiler evaluated for this contact; `yes` or `no`. */
 export const runCondition: StepRunner = async (env) => {
-  const matched = await contactMatchesTree(env.trx, env.step.config, {
-    projectId: env.workflow.projectId,
-    contactId: env.contact.id,
-    now: env.now,
-    facts: { event: env.event?.data ?? {}, workflow: env.context },
-  });
+  const facts = { event: env.event?.data ?? {}, workflow: env.context };
+  const matched = await contactMatchesTree(env.trx, env.step.config, { projectId: env.workflow.projectId, contactId: env.contact.id, now: env.now, facts }, env.contact);
   return next(matched ? "yes" : "no", { result: matched });
 };
