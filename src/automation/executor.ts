@@ -259,6 +259,7 @@ export async function runStepJob(ctx: AppContext, job: JobRunContext<StepJobPayl
 /** Due step jobs looked at per transaction, and the time one batch may hold the database. */
 const BATCH = 200;
 const BATCH_BUDGET_MS = 20;
+const BUSY_BATCH_BUDGET_MS = 4;
 const batching = new WeakSet<AppContext>();
 const batchSize = new WeakMap<AppContext, number>();
 const MAX_BATCHED_PER_RUN = 5000;
@@ -274,6 +275,8 @@ async function advanceBatch(ctx: AppContext): Promise<number> {
   const n = await ctx.db.transaction().execute(async (trx) => {
     const now = ctx.clock.now();
     const t0 = performance.now();
+    // While the API is busy a batch holds the database for less time (requests wait for it).
+    const budget = apiBusy(ctx) ? BUSY_BATCH_BUDGET_MS : BATCH_BUDGET_MS;
     // Fetch about as many as fit in the time budget (what the last batch managed, a bit more).
     const rows = await dueStepJobs(trx, STEP_JOB, now, batchSize.get(ctx) ?? 20);
     if (!rows.length) return 0;
@@ -281,7 +284,7 @@ async function advanceBatch(ctx: AppContext): Promise<number> {
     await preloadContacts(trx, payloads.map((p) => p.executionId), fx.memo);
     const done: string[] = [];
     for (let i = 0; i < rows.length; i++) {
-      if (done.length && performance.now() - t0 > BATCH_BUDGET_MS) break;
+      if (done.length && performance.now() - t0 > budget) break;
       if (await advanceInTrx(ctx, trx, payloads[i]!, now, fx)) done.push(rows[i]!.id);
     }
     await completeJobs(trx, done, now);
