@@ -122,10 +122,13 @@ describe("request bodies are bounded before they are read", () => {
   });
 
   test("a chunked body (no Content-Length) is cut off at the limit", async () => {
+    // JSON-shaped (a string that never ends), so only the size limit can stop it.
+    const head = new TextEncoder().encode('{"email":"a@example.com","data":{"note":"');
     const chunk = new TextEncoder().encode("x".repeat(64 * 1024));
     let sent = 0;
     const stream = new ReadableStream<Uint8Array>({
       pull(c) {
+        if (sent === 0) c.enqueue(head);
         if (sent > 50 * 1024 * 1024) return c.close();
         sent += chunk.byteLength;
         c.enqueue(chunk);
@@ -142,6 +145,33 @@ describe("request bodies are bounded before they are read", () => {
     expect(res.status).toBe(413);
     expect(b.error.code).toBe("PAYLOAD_TOO_LARGE");
     expect(sent).toBeLessThan(50 * 1024 * 1024);
+  });
+
+  test("a chunked body that cannot be JSON is refused at its first byte, not read to the end (400)", async () => {
+    const chunk = new TextEncoder().encode("a".repeat(64 * 1024));
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(c) {
+        if (sent > 50 * 1024 * 1024) return c.close();
+        sent += chunk.byteLength;
+        c.enqueue(chunk);
+      },
+    });
+    const before = await srv.ctx.db.selectFrom("emails").select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow();
+    const res = await fetch(`${srv.url}/v1/send`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${acc.secretKey}`, "content-type": "application/json" },
+      body: stream,
+      // @ts-expect-error Bun streams request bodies
+      duplex: "half",
+    });
+    const b = (await res.json()) as any;
+    expect(res.status).toBe(400);
+    expect(b.error.code).toBe("BAD_REQUEST");
+    // /v1/send accepts 60 MB: without the first-byte check all 50 MB would have been read.
+    expect(sent).toBeLessThan(10 * 1024 * 1024);
+    const after = await srv.ctx.db.selectFrom("emails").select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow();
+    expect(Number(after.n)).toBe(Number(before.n));
   });
 
   test("/v1/send keeps its larger limit: a 3 MB message body is accepted by the size check", async () => {
