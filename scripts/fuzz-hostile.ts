@@ -100,9 +100,12 @@ async function one(r: Req): Promise<void> {
     const res = await fetch(srv.url + r.path, { method: r.method, headers: r.headers, body: r.body, redirect: "manual", // @ts-expect-error streaming body
       duplex: "half" });
     const ms = performance.now() - t0;
-    await res.arrayBuffer();
+    const answer = await res.text();
     stats.push({ ms, status: res.status, kind: r.kind });
-    if (res.status >= 500) fivexx.push(`${r.method} ${r.path} ${r.kind} -> ${res.status}`);
+    if (res.status >= 500) {
+      const sent = typeof r.body === "string" ? r.body.slice(0, 300) : r.kind;
+      fivexx.push(`${r.method} ${r.path} ${r.kind} -> ${res.status} ${answer.slice(0, 300)}\n    headers ${JSON.stringify(r.headers)}\n    body ${JSON.stringify(sent)}`);
+    }
   } catch {
     // The server answered 413 and closed while the client was still uploading: counted apart.
     stats.push({ ms: performance.now() - t0, status: 0, kind: r.kind });

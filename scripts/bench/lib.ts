@@ -42,7 +42,8 @@ export async function startMailsvc(env: Record<string, string> = {}): Promise<Pr
       MAILSVC_RATE_LIMIT: "100000000",
       ...env,
     },
-    stdout: "ignore",
+    // BENCH_SERVER_LOG=<file>: the server's log lines (errors with their stack) go there.
+    stdout: process.env.BENCH_SERVER_LOG ? Bun.file(process.env.BENCH_SERVER_LOG) : "ignore",
     stderr: "inherit",
   });
   const url = `http://127.0.0.1:${port}`;

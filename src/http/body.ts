@@ -142,13 +142,15 @@ export const NOT_JSON = Symbol("not JSON");
 const JSON_START = new Set([0x20, 0x09, 0x0a, 0x0d, 0x7b, 0x5b, 0x22, 0x2d, 0x74, 0x66, 0x6e, 0xef, ...Array.from({ length: 10 }, (_, i) => 0x30 + i)]);
 
 /**
- * readBoundedText for JSON. A chunked body is decoded chunk by chunk (never held twice), and one
- * whose first non-blank byte cannot start a JSON text is refused there (NOT_JSON, the stream
+ * readBoundedText for JSON. A chunked or large body is decoded chunk by chunk (never held twice), and
+ * one whose first non-blank byte cannot start a JSON text is refused there (NOT_JSON, the stream
  * cancelled): 50 MB of garbage is not read to learn that it does not parse.
  */
 export async function readJsonText(request: Request, limit: number): Promise<string | typeof NOT_JSON> {
   if (!request.body) return "";
-  if (request.headers.has("content-length")) return request.text();
+  // A small declared body is read natively in one go; a large one streams like a chunked one.
+  const declared = Number(request.headers.get("content-length") ?? Number.NaN);
+  if (Number.isFinite(declared) && declared <= DEFAULT_BODY_LIMIT) return request.text();
   const reader = request.body.getReader();
   const decoder = new TextDecoder();
   const parts: string[] = [];

@@ -99,6 +99,17 @@ export function errorPlugin(log: Logger) {
           headers,
         );
       }
+      // Elysia failing while it describes a validation failure (e.g. a value whose `toString` is not a
+      // function: "No default value"): the input is what is wrong.
+      if (/\bnew ValidationError\b|\bmapValueError\b/.test(String((error as Error)?.stack ?? ""))) {
+        return json(
+          422,
+          errorEnvelope(422, "VALIDATION_ERROR", "Request validation failed", requestId, {
+            errors: [{ field: "body", message: "Invalid value", code: "invalid" }],
+          }),
+          headers,
+        );
+      }
       const status = (error as any)?.status;
       if (typeof status === "number" && status === 413) {
         return json(413, errorEnvelope(413, "PAYLOAD_TOO_LARGE", "Request body too large", requestId), headers);

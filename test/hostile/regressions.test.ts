@@ -147,6 +147,23 @@ describe("request bodies are bounded before they are read", () => {
     expect(sent).toBeLessThan(50 * 1024 * 1024);
   });
 
+  test("a value whose toString is not a function (Elysia cannot describe it) is a 422 envelope, not a 500", async () => {
+    for (const [path, body] of [
+      ["/campaigns", { name: { apply: null, toString: "." }, subject: "s" }],
+      ["/contacts", { email: { toString: "." } }],
+      ["/segments", { name: { toString: "." }, type: "STATIC" }],
+    ] as const) {
+      const res = await fetch(`${srv.url}${path}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${acc.secretKey}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      const b = (await res.json()) as any;
+      expect({ path, status: res.status, b }).toMatchObject({ path, status: 422 });
+      expect(b.error.code).toBe("VALIDATION_ERROR");
+    }
+  });
+
   test("a chunked body that cannot be JSON is refused at its first byte, not read to the end (400)", async () => {
     const chunk = new TextEncoder().encode("a".repeat(64 * 1024));
     let sent = 0;
