@@ -6,7 +6,7 @@ import { emptyHooks, type AppContext } from "./context";
 import { openStore } from "./db";
 import { migrate } from "./db/migrate";
 import { settingOrCreateSync } from "./db/settings";
-import { checkDeclaredLength, needsKeyBeforeBody, parseBody, rejectedBodies } from "./http/body";
+import { checkDeclaredLength, needsKeyBeforeBody, parseBody, rejectedBodies, unreadBodies } from "./http/body";
 import { invalidApiKey } from "./http/errors";
 import { corsPlugin } from "./http/cors";
 import { errorPlugin, malformedBodies } from "./http/error-plugin";
@@ -86,7 +86,10 @@ export function buildApp(ctx: AppContext) {
       if (needsKeyBeforeBody(request)) {
         const key = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.get("authorization") ?? "")?.[1];
         const found = key ? await ctx.keys.resolve(key) : null;
-        if (!found || found.kind !== "secret") throw invalidApiKey("A valid secret key is required (checked before a large body is read)");
+        if (!found || found.kind !== "secret") {
+          unreadBodies.add(request);
+          throw invalidApiKey("A valid secret key is required (checked before a large body is read)");
+        }
       }
     })
     .onParse(({ request, contentType }) =>

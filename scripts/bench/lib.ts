@@ -32,7 +32,9 @@ export async function waitFor(url: string, timeoutMs = 15_000): Promise<void> {
 export async function startMailsvc(env: Record<string, string> = {}): Promise<Proc> {
   const port = await freePort();
   const dir = tempDir();
-  const proc = Bun.spawn([process.execPath, join(ROOT, "src/main.ts"), "serve"], {
+  // BENCH_BIN=./mailsvc: the compiled binary (what users run) instead of the sources.
+  const cmd = process.env.BENCH_BIN ? [join(ROOT, process.env.BENCH_BIN), "serve"] : [process.execPath, join(ROOT, "src/main.ts"), "serve"];
+  const proc = Bun.spawn(cmd, {
     env: {
       ...process.env,
       MAILSVC_DB: join(dir, "bench.db"),

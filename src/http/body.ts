@@ -30,6 +30,13 @@ export function bodyLimitFor(path: string): number {
 export const bodyTooLarge = (limit: number) =>
   payloadTooLarge(`The request body is larger than this endpoint accepts (${limit} bytes)`);
 
+/**
+ * Requests answered without reading their whole body (over a limit, not JSON, refused before the
+ * read): their answer says `Connection: close`, so the server need not drain what the client is
+ * still sending (50 MB) before answering.
+ */
+export const unreadBodies = new WeakSet<Request>();
+
 /** Raw text of JSON request bodies, for routes that verify a signature over the exact bytes (webhooks). */
 export const rawBodies = new WeakMap<Request, string>();
 
@@ -53,7 +60,10 @@ export function checkDeclaredLength(request: Request): void {
   if (!declared) return;
   const n = Number(declared);
   const limit = bodyLimitFor(pathOf(request));
-  if (Number.isFinite(n) && n > limit) throw bodyTooLarge(limit);
+  if (Number.isFinite(n) && n > limit) {
+    unreadBodies.add(request);
+    throw bodyTooLarge(limit);
+  }
 }
 
 /**
@@ -84,6 +94,7 @@ export async function readBounded(request: Request, limit: number): Promise<Uint
     total += value.byteLength;
     if (total > limit) {
       reader.cancel().catch(() => undefined);
+      unreadBodies.add(request);
       throw bodyTooLarge(limit);
     }
     chunks.push(value);
@@ -162,6 +173,7 @@ export async function readJsonText(request: Request, limit: number): Promise<str
     total += value.byteLength;
     if (total > limit) {
       reader.cancel().catch(() => undefined);
+      unreadBodies.add(request);
       throw bodyTooLarge(limit);
     }
     if (!sniffed) {
@@ -171,6 +183,7 @@ export async function readJsonText(request: Request, limit: number): Promise<str
         sniffed = true;
         if (!JSON_START.has(value[i]!)) {
           reader.cancel().catch(() => undefined);
+          unreadBodies.add(request);
           return NOT_JSON;
         }
       }

@@ -1,5 +1,5 @@
 import { Elysia } from "elysia";
-import { rejectedBodies } from "./body";
+import { rejectedBodies, unreadBodies } from "./body";
 import type { Logger } from "./logger";
 import { AppError, BareError, errorEnvelope, fieldErrorsFromTypeBox } from "./errors";
 
@@ -48,6 +48,8 @@ export function errorPlugin(log: Logger) {
       };
       const requestId = crypto.randomUUID();
       const headers: Record<string, string> = { "x-request-id": requestId };
+      // The rest of an unread body is not drained before answering: the connection ends instead.
+      if (unreadBodies.has(request)) headers.connection = "close";
       for (const [k, v] of Object.entries(set.headers ?? {})) {
         if (typeof v === "string" && /^(ratelimit-|access-control-)/i.test(k)) headers[k] = v;
       }

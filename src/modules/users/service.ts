@@ -2,6 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { iso } from "../../clock";
 import type { AppContext } from "../../context";
 import { AppError, badRequest, conflict, forbidden, unauthorized } from "../../http/errors";
+import { hashPassword, verifyPassword } from "./passwords";
 
 export interface UserView {
   id: string;
@@ -29,7 +30,7 @@ export async function createUser(ctx: AppContext, input: { email: string; passwo
   const user = {
     id: Bun.randomUUIDv7(),
     email,
-    password_hash: await Bun.password.hash(input.password),
+    password_hash: await hashPassword(input.password),
     email_verified_at: null,
     created_at: now,
     updated_at: now,
@@ -52,14 +53,14 @@ export async function login(ctx: AppContext, input: { email: string; password: s
   const user = await ctx.db.selectFrom("users").selectAll().where("email", "=", normalizeEmail(input.email)).executeTakeFirst();
   // Hash something even for unknown users so timing does not reveal which emails exist.
   const ok = user
-    ? await Bun.password.verify(input.password, user.password_hash)
-    : (await Bun.password.verify(input.password, await dummyHash()), false);
+    ? await verifyPassword(input.password, user.password_hash)
+    : (await verifyPassword(input.password, await dummyHash()), false);
   if (!user || !ok) throw unauthorized("Invalid email or password");
   return user;
 }
 let dummy: Promise<string> | null = null;
 /** Made on first use, not at start-up (hashing costs tens of ms and start-up must stay fast). */
-const dummyHash = () => (dummy ??= Bun.password.hash("not-a-real-password-" + randomBytes(8).toString("hex")));
+const dummyHash = () => (dummy ??= hashPassword("not-a-real-password-" + randomBytes(8).toString("hex")));
 
 export async function getUser(ctx: AppContext, userId: string) {
   const u = await ctx.db.selectFrom("users").selectAll().where("id", "=", userId).executeTakeFirst();
@@ -147,7 +148,7 @@ export async function resetPassword(ctx: AppContext, token: string, password: st
   const now = ctx.clock.now();
   await ctx.db
     .updateTable("users")
-    .set({ password_hash: await Bun.password.hash(password), updated_at: now })
+    .set({ password_hash: await hashPassword(password), updated_at: now })
     .where("id", "=", userId)
     .execute();
 }
