@@ -2,6 +2,7 @@
 // TTL is 0 so resolvers never serve a stale answer after a test changes a record.
 import dns2 from "dns2";
 import { createSocket } from "node:dgram";
+import { createServer } from "node:net";
 
 const { Packet } = dns2 as any;
 
@@ -31,12 +32,20 @@ export interface TestDns {
 const TYPE_CODES: Record<RecordType, number> = { A: 1, AAAA: 28, MX: 15, TXT: 16, CNAME: 5, PTR: 12 };
 const TYPE_NAMES = Object.fromEntries(Object.entries(TYPE_CODES).map(([k, v]) => [v, k])) as Record<number, RecordType>;
 
+/** A port free for UDP and for TCP (the server listens on both; a port free for one only made `listen` fail later, asynchronously). */
 async function freePort(): Promise<number> {
-  const sock = createSocket("udp4");
-  await new Promise<void>((r) => sock.bind(0, "127.0.0.1", () => r()));
-  const port = sock.address().port;
-  await new Promise<void>((r) => sock.close(() => r()));
-  return port;
+  for (;;) {
+    const sock = createSocket("udp4");
+    await new Promise<void>((r) => sock.bind(0, "127.0.0.1", () => r()));
+    const port = sock.address().port;
+    await new Promise<void>((r) => sock.close(() => r()));
+    const tcpFree = await new Promise<boolean>((resolve) => {
+      const srv = createServer();
+      srv.once("error", () => resolve(false));
+      srv.listen(port, "127.0.0.1", () => srv.close(() => resolve(true)));
+    });
+    if (tcpFree) return port;
+  }
 }
 
 export function chunkTxt(value: string): string[] {
