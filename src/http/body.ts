@@ -85,20 +85,13 @@ export async function readBounded(request: Request, limit: number): Promise<Uint
   const body = request.body;
   if (!body) return new Uint8Array(0);
   if (request.headers.has("content-length")) return new Uint8Array(await request.arrayBuffer());
-  const reader = body.getReader();
   const chunks: Uint8Array[] = [];
   let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > limit) {
-      reader.cancel().catch(() => undefined);
-      unreadBodies.add(request);
-      throw bodyTooLarge(limit);
-    }
+  await eachChunk(request, body, limit, (value) => {
     chunks.push(value);
-  }
+    total += value.byteLength;
+    return true;
+  });
   if (chunks.length === 1) return chunks[0]!;
   const out = new Uint8Array(total);
   let at = 0;
@@ -107,6 +100,27 @@ export async function readBounded(request: Request, limit: number): Promise<Uint
     at += c.byteLength;
   }
   return out;
+}
+
+/**
+ * Hands the body to `take` chunk by chunk; past `limit` bytes, or when `take` answers false, the
+ * stream is cancelled and the request marked unread (413 thrown for the limit). True when it ended.
+ */
+async function eachChunk(request: Request, body: ReadableStream<Uint8Array>, limit: number, take: (chunk: Uint8Array) => boolean): Promise<boolean> {
+  const reader = body.getReader();
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return true;
+    total += value.byteLength;
+    const over = total > limit;
+    if (over || !take(value)) {
+      reader.cancel().catch(() => undefined);
+      unreadBodies.add(request);
+      if (over) throw bodyTooLarge(limit);
+      return false;
+    }
+  }
 }
 
 /**
@@ -162,34 +176,22 @@ export async function readJsonText(request: Request, limit: number): Promise<str
   // A small declared body is read natively in one go; a large one streams like a chunked one.
   const declared = Number(request.headers.get("content-length") ?? Number.NaN);
   if (Number.isFinite(declared) && declared <= DEFAULT_BODY_LIMIT) return request.text();
-  const reader = request.body.getReader();
   const decoder = new TextDecoder();
   const parts: string[] = [];
-  let total = 0;
   let sniffed = false;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > limit) {
-      reader.cancel().catch(() => undefined);
-      unreadBodies.add(request);
-      throw bodyTooLarge(limit);
-    }
+  const complete = await eachChunk(request, request.body, limit, (value) => {
     if (!sniffed) {
       let i = 0;
       while (i < value.length && (value[i] === 0x20 || value[i] === 0x09 || value[i] === 0x0a || value[i] === 0x0d)) i++;
       if (i < value.length) {
         sniffed = true;
-        if (!JSON_START.has(value[i]!)) {
-          reader.cancel().catch(() => undefined);
-          unreadBodies.add(request);
-          return NOT_JSON;
-        }
+        if (!JSON_START.has(value[i]!)) return false;
       }
     }
     parts.push(decoder.decode(value, { stream: true }));
-  }
+    return true;
+  });
+  if (!complete) return NOT_JSON;
   parts.push(decoder.decode());
   return parts.length === 1 ? parts[0]! : parts.join("");
 }
