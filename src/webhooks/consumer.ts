@@ -3,7 +3,7 @@ import { iso } from "../clock";
 import type { AppContext } from "../context";
 import type { DB } from "../db";
 import { isDeliverable, subscribed } from "./events";
-import { contactEmails, enabledEndpointsOf, insertDeliveries, type DeliveryInsert } from "./store";
+import { contactEmails, enabledEndpointsOf, insertDeliveriesRaw, type DeliveryInsert } from "./store";
 
 /** The part of an event-feed event the webhooks read. */
 export interface WebhookSourceEvent {
@@ -79,6 +79,7 @@ export async function recordDeliveries(ctx: AppContext, trx: Transaction<DB>, ev
       });
     }
   }
-  await insertDeliveries(trx, rows);
+  // Raw statements on the feed transaction's own connection (it holds the database until it commits).
+  insertDeliveriesRaw(ctx.store.sqlite, rows);
   return rows.length;
 }

@@ -2,7 +2,7 @@ import type { AppContext } from "../context";
 import { safeFetch, type SafeFetchOutcome } from "../net/safe-fetch";
 import { signWebhook } from "./sign";
 import { GroupCommit } from "../db/group-commit";
-import { dueDeliveries, endpointsWithDue, recordAttempts, type AttemptRecord } from "./store";
+import { dueDeliveries, endpointsWithDue, recordAttemptsRaw, type AttemptRecord } from "./store";
 
 /**
  * Sends the PENDING webhook_deliveries rows. The rows are the durable queue (written in the event
@@ -80,7 +80,7 @@ export class WebhookDispatcher {
     this.pollMs = opts.pollMs ?? 500;
     this.timeoutMs = opts.timeoutMs ?? 10_000;
     this.commits = new GroupCommit(
-      (items) => recordAttempts(this.ctx.db, items),
+      (items) => this.ctx.store.exclusive((sqlite) => recordAttemptsRaw(sqlite, items)),
       5,
       () => this.running > 0, // another request on the wire will have an outcome to record soon
       (count, e) => this.ctx.log.error("webhook attempts failed to record", { count, error: String(e) }),

@@ -16,8 +16,19 @@ export interface SignedHeaders {
   "webhook-signature": string;
 }
 
+/** Signers by secret (a Webhook decodes its secret once). */
+const signers = new Map<string, Webhook>();
+function signerFor(secret: string): Webhook {
+  let w = signers.get(secret);
+  if (!w) {
+    if (signers.size >= 1000) signers.clear();
+    signers.set(secret, (w = new Webhook(secret)));
+  }
+  return w;
+}
+
 /** Headers for one attempt. `id` stays the same across retries of one message; `at` is the attempt time. */
 export function signWebhook(secret: string, id: string, at: Date, body: string): SignedHeaders {
-  const signature = new Webhook(secret).sign(id, at, body);
+  const signature = signerFor(secret).sign(id, at, body);
   return { "webhook-id": id, "webhook-timestamp": String(Math.floor(at.getTime() / 1000)), "webhook-signature": signature };
 }
