@@ -58,7 +58,7 @@ function chunked50(): ReadableStream<Uint8Array> {
   });
 }
 
-type Req = { method: string; path: string; headers: Record<string, string>; body?: BodyInit; kind: string };
+type Req = { method: string; path: string; headers: Record<string, string>; body?: BodyInit; kind: string; route?: string };
 
 function authHeaders(auth: string): Record<string, string> {
   if (auth === "secret") return { authorization: `Bearer ${project.secret}` };
@@ -78,10 +78,10 @@ function nextRequest(): Req {
   const hasBody = route.method !== "GET" && route.method !== "DELETE";
   const auth = sample(authChoice);
   const headers = authHeaders(auth);
-  // FUZZ_ONLY_SMALL=1: no 50 MB or deep bodies (to tell where memory goes).
-  const roll = process.env.FUZZ_ONLY_SMALL ? 1 : Math.random();
-  if (hasBody && roll < 0.15) return { method: route.method, path, headers: { ...headers, "content-type": "application/json" }, body: FIFTY_MB, kind: "50MB declared" };
-  if (hasBody && roll < 0.25) return { method: route.method, path, headers: { ...headers, "content-type": "application/json" }, body: chunked50(), kind: "50MB chunked" };
+  // FUZZ_ONLY_SMALL=1: no 50 MB or deep bodies; FUZZ_ONLY_LARGE=1: only 50 MB bodies (to tell where memory goes).
+  const roll = process.env.FUZZ_ONLY_SMALL ? 1 : process.env.FUZZ_ONLY_LARGE ? Math.random() * 0.25 : Math.random();
+  if (hasBody && roll < 0.15) return { method: route.method, path, headers: { ...headers, "content-type": "application/json" }, body: FIFTY_MB, kind: "50MB declared", route: `${route.method} ${route.path}` };
+  if (hasBody && roll < 0.25) return { method: route.method, path, headers: { ...headers, "content-type": "application/json" }, body: chunked50(), kind: "50MB chunked", route: `${route.method} ${route.path}` };
   if (hasBody && roll < 0.45) return { method: route.method, path, headers: { ...headers, "content-type": "application/json" }, body: Math.random() < 0.5 ? DEEP : DEEP_OBJ, kind: "depth 10000" };
   const type = sample(contentType);
   return { method: route.method, path, headers: { ...headers, ...(type ? { "content-type": type } : {}) }, body: hasBody ? sample(bodyText) : undefined, kind: "fuzz" };
@@ -91,6 +91,8 @@ interface Stat {
   ms: number;
   status: number;
   kind: string;
+  /** The route pattern (for the slow-request breakdown). */
+  path?: string;
 }
 const stats: Stat[] = [];
 let clientErrors = 0;
@@ -173,7 +175,7 @@ async function one(r: Req): Promise<void> {
   const t0 = performance.now();
   if (r.kind.startsWith("50MB")) {
     const { ms, status } = await rawLarge(r);
-    stats.push({ ms, status, kind: r.kind });
+    stats.push({ ms, status, kind: r.kind, path: r.route });
     if (status === 0) clientErrors++;
     if (status >= 500) fivexx.push(`${r.method} ${r.path} ${r.kind} -> ${status}`);
     return;
@@ -216,6 +218,12 @@ for (const kind of ["50MB declared", "50MB chunked", "depth 10000", "fuzz"]) {
   const codes: Record<number, number> = {};
   for (const s of stats.filter((s) => s.kind === kind)) codes[s.status] = (codes[s.status] ?? 0) + 1;
   console.log(`  ${kind.padEnd(14)} n=${String(k.length).padStart(6)} p50 ${pct(k, 50).toFixed(1)} ms  p99 ${pct(k, 99).toFixed(1)} ms  max ${pct(k, 100).toFixed(1)} ms  statuses ${JSON.stringify(codes)}`);
+}
+const slow = stats.filter((s) => s.ms > 500);
+if (slow.length) {
+  const by: Record<string, number> = {};
+  for (const s of slow) by[`${s.kind} ${s.status} ${s.path ?? ""}`] = (by[`${s.kind} ${s.status} ${s.path ?? ""}`] ?? 0) + 1;
+  console.log("  over 500 ms: " + Object.entries(by).sort((a, b) => b[1] - a[1]).slice(0, 8).map(([k, n]) => `${k} x${n}`).join("; "));
 }
 console.log(`all answered: p50 ${pct(lat, 50).toFixed(1)} ms, p99 ${pct(lat, 99).toFixed(1)} ms, max ${pct(lat, 100).toFixed(1)} ms, over 500 ms: ${lat.filter((x) => x > 500).length}`);
 console.log(`server RSS: peak ${peakRss.toFixed(0)} MB, after the hostile run ${rssAfterHostile.toFixed(0)} MB (bar: under 300 MB)`);

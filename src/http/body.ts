@@ -228,7 +228,7 @@ function isLarge(request: Request, limit: number): boolean {
 
 /**
  * Routes that parse their own (small) bodies: the subscription pages' forms and the SNS webhook.
- * Their Content-Length is still checked against the default limit before anything is read.
+ * Their Content-Length is still checked against the default limit before anything is read, and they read through readBounded.
  */
 const OWN_PARSERS = ["/unsubscribe/", "/subscribe/", "/manage/", "/webhooks/sns"];
 

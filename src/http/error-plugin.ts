@@ -41,6 +41,12 @@ export function errorPlugin(log: Logger) {
       }
     });
 
+  /** Whether the request carries a body (declared or chunked), without touching the body stream. */
+  function hasBody(request: Request): boolean {
+    const length = request.headers.get("content-length");
+    return (length !== null && length !== "0") || request.headers.has("transfer-encoding");
+  }
+
   function mapError({ code, error, set, request }: { code: unknown; error: unknown; set: { status?: unknown; headers?: Record<string, unknown> }; request: Request }) {
       const json = (status: number, body: unknown, headers: Record<string, string> = {}) => {
         set.status = status;
@@ -48,8 +54,9 @@ export function errorPlugin(log: Logger) {
       };
       const requestId = crypto.randomUUID();
       const headers: Record<string, string> = { "x-request-id": requestId };
-      // The rest of an unread body is not drained before answering: the connection ends instead.
-      if (unreadBodies.has(request)) headers.connection = "close";
+      // The rest of an unread body (refused, or never read: an unknown route, a failed authentication)
+      // is not drained before answering: the connection ends instead.
+      if (unreadBodies.has(request) || (hasBody(request) && !request.bodyUsed)) headers.connection = "close";
       for (const [k, v] of Object.entries(set.headers ?? {})) {
         if (typeof v === "string" && /^(ratelimit-|access-control-)/i.test(k)) headers[k] = v;
       }

@@ -164,6 +164,29 @@ describe("request bodies are bounded before they are read", () => {
     }
   });
 
+  test("the subscription pages and the SNS webhook read their own bodies through a limit too (413, not 50 MB read)", async () => {
+    for (const path of ["/unsubscribe/not-a-token", "/manage/not-a-token", "/webhooks/sns"]) {
+      const chunk = new TextEncoder().encode("a".repeat(64 * 1024));
+      let sent = 0;
+      const stream = new ReadableStream<Uint8Array>({
+        pull(c) {
+          if (sent > 50 * 1024 * 1024) return c.close();
+          sent += chunk.byteLength;
+          c.enqueue(chunk);
+        },
+      });
+      const res = await fetch(`${srv.url}${path}`, {
+        method: "POST",
+        headers: { "content-type": path.includes("sns") ? "text/plain" : "application/x-www-form-urlencoded" },
+        body: stream,
+        // @ts-expect-error Bun streams request bodies
+        duplex: "half",
+      });
+      expect({ path, status: res.status }).toEqual({ path, status: 413 });
+      expect(sent).toBeLessThan(10 * 1024 * 1024);
+    }
+  });
+
   test("a chunked body that cannot be JSON is refused at its first byte, not read to the end (400)", async () => {
     const chunk = new TextEncoder().encode("a".repeat(64 * 1024));
     let sent = 0;

@@ -8,6 +8,7 @@
 // A token that does not verify is 404 (JSON envelope for pixel/redirect, an HTML page for pages).
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../../context";
+import { readBounded, readBoundedText } from "../../http/body";
 import { badRequest, forbidden, notFound } from "../../http/errors";
 import { readClickToken, readOpenToken } from "../../mail/tokens";
 import { resolveClick } from "../../mail/tracked-links";
@@ -35,18 +36,25 @@ function html(status: number, body: string): Response {
   });
 }
 
-/** Reads a small form body whatever its encoding (urlencoded, multipart, text). */
+/** Bodies these public routes read: a form or an SNS notification, never more. */
+const FORM_LIMIT = 64 * 1024;
+const SNS_LIMIT = 256 * 1024;
+
+/**
+ * Reads a small form body whatever its encoding (urlencoded, multipart, text), through the byte
+ * limit (413 past it, the rest never read); an unreadable form is an empty one.
+ */
 async function formFields(request: Request): Promise<URLSearchParams> {
   const type = request.headers.get("content-type") ?? "";
+  const bytes = await readBounded(request, FORM_LIMIT);
   try {
     if (type.startsWith("multipart/form-data")) {
-      const fd = await request.formData();
+      const fd = await new Response(bytes as Uint8Array<ArrayBuffer>, { headers: { "content-type": type } }).formData();
       const out = new URLSearchParams();
       for (const [k, v] of fd.entries()) if (typeof v === "string") out.append(k, v);
       return out;
     }
-    const text = await request.text();
-    return new URLSearchParams(text.length > 10_000 ? "" : text);
+    return new URLSearchParams(new TextDecoder().decode(bytes));
   } catch {
     return new URLSearchParams();
   }
@@ -139,6 +147,6 @@ export function feedbackRoutes(ctx: AppContext) {
         return { success: true, outcome: r.outcome };
       },
       // SNS posts JSON labelled text/plain: read the text whatever the label says.
-      { parse: async ({ request }) => (request.headers.get("content-length") === "0" ? "" : (await request.text()).slice(0, 256 * 1024)) },
+      { parse: async ({ request }) => (request.headers.get("content-length") === "0" ? "" : readBoundedText(request, SNS_LIMIT)) },
     );
 }
