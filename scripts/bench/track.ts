@@ -81,8 +81,10 @@ function dropRollups(path: string) {
 async function runService(rollups: boolean) {
   const t = tempDb();
   const project = await createProject(t.db);
-  if (!rollups) dropRollups(t.db);
-  const srv = await startBenchServer(t.db, rollups ? {} : { MAILSVC_ANALYTICS_ROLLUPS: "false" });
+  // BENCH_ROLLUPS_OFF=triggers|consumer: "rollups off" removes only that part (to tell their costs apart).
+  const part = process.env.BENCH_ROLLUPS_OFF;
+  if (!rollups && part !== "consumer") dropRollups(t.db);
+  const srv = await startBenchServer(t.db, rollups || part === "triggers" ? {} : { MAILSVC_ANALYTICS_ROLLUPS: "false" });
   // The load generator runs in its own process (Node when available: autocannon's home runtime).
   const loadCfg = JSON.stringify({ url: srv.url + "/v1/track", key: project.public, connections: CONNECTIONS, duration: seconds, warmup: 2 });
   const cpu0 = srv.cpuSeconds();
