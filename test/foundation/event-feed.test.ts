@@ -83,6 +83,41 @@ describe("event feed", () => {
     expect(handled).not.toContain("ignored");
   });
 
+  test("several consumers: each gets every event once; one that fails or joins late never holds the others back", async () => {
+    const acc = await createAccount(srv.api);
+    const seen: Record<string, string[]> = { a: [], b: [], late: [] };
+    const record = (who: string) => async (trx: Parameters<Parameters<EventFeed["subscribe"]>[1]>[0], evs: FeedEvent[]) => {
+      for (const e of evs) {
+        if (who === "b" && e.name === "poison") throw new Error("b cannot take this one");
+        await trx.insertInto("settings").values({ key: `feed-multi-${who}-${e.id}`, value: e.name }).execute();
+        seen[who]!.push(e.name);
+      }
+    };
+    let feed = feedOf(srv);
+    feed.subscribe("t-multi-a", record("a"));
+    feed.subscribe("t-multi-b", record("b"));
+    await feed.start();
+    for (const name of ["m1", "m2", "poison", "m3", "m4"]) await track(srv.api, acc.publicKey, { email: "m@example.com", event: name });
+    await feed.drain();
+    await feed.stop();
+    // A third consumer joins (its cursor starts at the end): the cursors differ, then agree again.
+    feed = feedOf(srv);
+    feed.subscribe("t-multi-a", record("a"));
+    feed.subscribe("t-multi-b", record("b"));
+    feed.subscribe("t-multi-late", record("late"));
+    await feed.start();
+    for (const name of ["n1", "n2", "n3", "n4"]) await track(srv.api, acc.publicKey, { email: "m@example.com", event: name });
+    await feed.drain();
+    await feed.stop();
+    const committed = async (who: string) =>
+      (await srv.ctx.db.selectFrom("settings").select("value").where("key", "like", `feed-multi-${who}-%`).execute()).map((r) => r.value).sort();
+    expect(await committed("a")).toEqual(["m1", "m2", "m3", "m4", "n1", "n2", "n3", "n4", "poison"]);
+    expect(await committed("b")).toEqual(["m1", "m2", "m3", "m4", "n1", "n2", "n3", "n4"]);
+    expect(await committed("late")).toEqual(["n1", "n2", "n3", "n4"]);
+    const last = Math.max(await cursor("t-multi-a"), await cursor("t-multi-b"), await cursor("t-multi-late"));
+    expect([await cursor("t-multi-a"), await cursor("t-multi-b"), await cursor("t-multi-late")]).toEqual([last, last, last]);
+  });
+
   test("sequence numbers are never reused after the newest events are deleted", async () => {
     const acc = await createAccount(srv.api);
     const a = await track(srv.api, acc.publicKey, { email: "d@example.com", event: "gone" });
