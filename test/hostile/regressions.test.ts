@@ -121,6 +121,17 @@ describe("request bodies are bounded before they are read", () => {
     expectEnvelope(await raw("/v1/track", body), 413, "PAYLOAD_TOO_LARGE");
   });
 
+  test("an answer given without reading the body ends the connection (the rest is not drained first)", async () => {
+    const body = JSON.stringify({ email: "big@example.com", data: { blob: "x".repeat(2 * 1024 * 1024) } });
+    const big = await fetch(`${srv.url}/contacts`, { method: "POST", headers: { authorization: `Bearer ${acc.secretKey}`, "content-type": "application/json" }, body });
+    expect(big.status).toBe(413);
+    expect(big.headers.get("connection")).toBe("close");
+    // An ordinary refusal of a body that was read keeps the connection.
+    const small = await fetch(`${srv.url}/contacts`, { method: "POST", headers: { authorization: `Bearer ${acc.secretKey}`, "content-type": "application/json" }, body: "{" });
+    expect(small.status).toBe(400);
+    expect(small.headers.get("connection")).not.toBe("close");
+  });
+
   test("a chunked body (no Content-Length) is cut off at the limit", async () => {
     // JSON-shaped (a string that never ends), so only the size limit can stop it.
     const head = new TextEncoder().encode('{"email":"a@example.com","data":{"note":"');
