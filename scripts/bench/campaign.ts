@@ -7,7 +7,7 @@
 // the fan-out time is read from the campaign row (sent_at -> fan-out done) through a read-only
 // SQLite connection (WAL: it never blocks the server).
 //   bun scripts/bench/campaign.ts [contacts=100000]
-// Knobs: BENCH_SKIP_SEND=1 (no /v1/send comparison run), BENCH_SMOL=1 (the server runs with --smol), BENCH_HTML=<bytes>, BENCH_DEADLINE_S=600 (stop
+// Knobs: BENCH_SKIP_SEND=1 (no /v1/send comparison run), BENCH_SMOL=1 (the server runs with --smol), BENCH_BIN=./mailsvc (the compiled binary; also passed to send.ts), BENCH_HTML=<bytes>, BENCH_DEADLINE_S=600 (stop
 // waiting for the delivery after that long and report the rate so far).
 import { Database } from "bun:sqlite";
 import { generateKeyPairSync, sign } from "node:crypto";
@@ -107,7 +107,11 @@ await fetch(sinkUrl + "/reset");
 // ---- the service, 100k contacts through CSV import --------------------------------------------
 const dbPath = join(tempDir(), "bench.db");
 const svcPort = await freePort();
-const svcProc = Bun.spawn([process.execPath, ...(process.env.BENCH_SMOL ? ["--smol"] : []), join(ROOT, "src/main.ts"), "serve"], {
+// BENCH_BIN=./mailsvc: the compiled binary (what users run; no dashboard bundling at start-up).
+const svcCmd = process.env.BENCH_BIN
+  ? [join(ROOT, process.env.BENCH_BIN), "serve"]
+  : [process.execPath, ...(process.env.BENCH_SMOL ? ["--smol"] : []), join(ROOT, "src/main.ts"), "serve"];
+const svcProc = Bun.spawn(svcCmd, {
   env: {
     ...process.env,
     MAILSVC_DB: dbPath,
