@@ -111,7 +111,8 @@ export class EventFeed {
   /** Runs every consumer until it has reached the end of the log (tests). */
   async drain(): Promise<void> {
     if (this.pumping) await this.pumping;
-    while ((await this.stepAll()) === this.batchSize) {}
+    // Until a round reads nothing (a round that only brings cursors together reads less than a batch).
+    while ((await this.stepAll()) > 0) {}
   }
 
   private poll(): void {
@@ -132,7 +133,7 @@ export class EventFeed {
       try {
         do {
           this.again = false;
-          while (!this.stopped && (await this.stepAll()) === this.batchSize) {}
+          while (!this.stopped && (await this.stepAll()) > 0) {}
         } while (this.again && !this.stopped);
       } catch (e) {
         this.log.error("event feed failed", { error: String((e as Error)?.stack ?? e) });
@@ -155,7 +156,9 @@ export class EventFeed {
     try {
       return await this.db.transaction().execute(async (trx) => {
         const cursors = await trx.selectFrom("event_cursors").select("last_seq").where("consumer", "in", names).execute();
-        if (cursors.length !== consumers.length || cursors.some((c) => c.last_seq !== cursors[0]!.last_seq)) throw new Diverged();
+        if (cursors.length !== consumers.length || cursors.some((c) => c.last_seq !== cursors[0]!.last_seq)) {
+          throw new Diverged(Math.max(...cursors.map((c) => c.last_seq)));
+        }
         const rows = await this.readAfter(trx, cursors[0]!.last_seq);
         if (!rows.length) return 0;
         const events = rows.map(toFeedEvent);
@@ -173,28 +176,31 @@ export class EventFeed {
       });
     } catch (e) {
       if (!(e instanceof Diverged) && !(e instanceof BatchFailed)) throw e;
+      // Diverged: the ones behind catch up to the furthest cursor, no further, so that the next
+      // round finds them together even while events keep coming. Failed: each takes the batch alone.
+      const upTo = e instanceof Diverged ? e.furthest : undefined;
       let most = 0;
-      for (const c of consumers) most = Math.max(most, await this.step(c));
+      for (const c of consumers) most = Math.max(most, await this.step(c, upTo));
       return most;
     }
   }
 
-  private readAfter(db: Kysely<DB> | Transaction<DB>, seq: number) {
-    return db
+  /** The next batch after `seq` (no further than `upTo`). */
+  private readAfter(db: Kysely<DB> | Transaction<DB>, seq: number, upTo?: number) {
+    let q = db
       .selectFrom("events")
       .select(["seq", "id", "project_id", "contact_id", "name", "data", "email_id", "created_at"])
-      .where("seq", ">", seq)
-      .orderBy("seq")
-      .limit(this.batchSize)
-      .execute();
+      .where("seq", ">", seq);
+    if (upTo !== undefined) q = q.where("seq", "<=", upTo);
+    return q.orderBy("seq").limit(this.batchSize).execute();
   }
 
   /** One batch for one consumer. Returns how many log rows it read (== batchSize: more may follow). */
-  private async step(c: Consumer): Promise<number> {
+  private async step(c: Consumer, upTo?: number): Promise<number> {
     const rows = await this.db.transaction().execute(async (trx) => {
       const cursor = await trx.selectFrom("event_cursors").select("last_seq").where("consumer", "=", c.name).executeTakeFirst();
       if (!cursor) return [];
-      const rows = await this.readAfter(trx, cursor.last_seq);
+      const rows = await this.readAfter(trx, cursor.last_seq, upTo);
       if (!rows.length) return rows;
       const events = rows.filter((r) => !c.names || c.names(r.name)).map(toFeedEvent);
       if (events.length) {
@@ -208,16 +214,16 @@ export class EventFeed {
       return rows;
     }).catch(async (e) => {
       if (!(e instanceof BatchFailed)) throw e;
-      return this.stepOneByOne(c);
+      return this.stepOneByOne(c, upTo);
     });
     return rows.length;
   }
 
   /** After a failed batch: the same events one per transaction; one that fails alone is skipped. */
-  private async stepOneByOne(c: Consumer): Promise<unknown[]> {
+  private async stepOneByOne(c: Consumer, upTo?: number): Promise<unknown[]> {
     const cursor = await this.db.selectFrom("event_cursors").select("last_seq").where("consumer", "=", c.name).executeTakeFirst();
     if (!cursor) return [];
-    const rows = await this.readAfter(this.db, cursor.last_seq);
+    const rows = await this.readAfter(this.db, cursor.last_seq, upTo);
     for (const row of rows) {
       const ev = toFeedEvent(row);
       const wanted = !c.names || c.names(ev.name);
@@ -239,8 +245,12 @@ export class EventFeed {
   }
 }
 
-/** The consumers' cursors stand at different places: each steps on its own. */
-class Diverged extends Error {}
+/** The consumers' cursors stand at different places: the ones behind catch up to `furthest`. */
+class Diverged extends Error {
+  constructor(readonly furthest: number) {
+    super("event feed cursors diverged");
+  }
+}
 
 class BatchFailed extends Error {
   constructor(readonly cause: unknown) {
