@@ -133,7 +133,7 @@ export class EventFeed {
       try {
         do {
           this.again = false;
-          while (!this.stopped && (await this.stepAll()) > 0) {}
+          while (!this.stopped && (await this.stepAll()) === this.batchSize) {}
         } while (this.again && !this.stopped);
       } catch (e) {
         this.log.error("event feed failed", { error: String((e as Error)?.stack ?? e) });
