@@ -47,6 +47,8 @@ export interface Config {
   stripeApiBase?: string;
   /** Keep the event rollups (the analytics.rollups feed consumer); off only to measure their cost. */
   analyticsRollups: boolean;
+  /** Sign DKIM RSA keys with the system's OpenSSL 3 (libcrypto.so.3) when it loads; off: Bun's WebCrypto. */
+  dkimOpenssl: boolean;
 }
 
 interface Option {
@@ -105,6 +107,7 @@ export const OPTIONS: Option[] = [
   { key: "mtaSts", env: "MAILSVC_MTA_STS", flag: "--mta-sts", help: "honour recipients' MTA-STS policies (enforce: verified TLS to listed MX only)", parse: bool },
   { key: "mtaStsCa", env: "MAILSVC_MTA_STS_CA", flag: "--mta-sts-ca", help: "PEM file of extra CAs trusted for MTA-STS policy hosts and MX certificates", parse: str },
   { key: "mtaStsPort", env: "MAILSVC_MTA_STS_PORT", flag: "--mta-sts-port", help: "HTTPS port of MTA-STS policy hosts", parse: int("mta-sts port") },
+  { key: "dkimOpenssl", env: "MAILSVC_DKIM_OPENSSL", flag: "--dkim-openssl", help: "sign DKIM RSA keys with the system's OpenSSL 3 when present (default true; false: Bun's WebCrypto)", parse: bool },
   { key: "analyticsRollups", env: "MAILSVC_ANALYTICS_ROLLUPS", flag: "--analytics-rollups", help: "fold new events into the analytics rollups (off: aggregates stay exact but read the events; for benchmarks)", parse: bool },
   { key: "metricsToken", env: "MAILSVC_METRICS_TOKEN", flag: "--metrics-token", help: "bearer token required by /metrics", parse: str },
   { key: "campaignBatchSize", env: "MAILSVC_CAMPAIGN_BATCH_SIZE", flag: "--campaign-batch-size", help: "contacts written per campaign fan-out transaction", parse: int("campaign batch size") },
@@ -141,6 +144,7 @@ function defaults(): Omit<Config, "publicUrl"> & { publicUrl?: string } {
     mtaSts: true,
     mtaStsPort: 443,
     analyticsRollups: true,
+    dkimOpenssl: true,
   };
 }
 

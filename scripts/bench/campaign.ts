@@ -19,7 +19,7 @@ import { SmtpClient } from "../../src/mail/smtp-client";
 import { composeAlternative, toWire } from "../../src/mail/compose";
 import { toSmtpData } from "../../src/mail/smtp-data";
 import { htmlToText } from "../../src/mail/html-text";
-import { fmt, freePort, ROOT, rssMb, tempDir, waitFor } from "./lib";
+import { fmt, freePort, ROOT, rssMb, rssParts, tempDir, threadCpu, threadCpuDelta, waitFor } from "./lib";
 
 const N = Number(process.argv[2] ?? 100_000);
 const RCPT_DOMAIN = "bench-rcpt.test";
@@ -110,7 +110,14 @@ const svcPort = await freePort();
 // BENCH_BIN=./mailsvc: the compiled binary (what users run; no dashboard bundling at start-up).
 const svcCmd = process.env.BENCH_BIN
   ? [join(ROOT, process.env.BENCH_BIN), "serve"]
-  : [process.execPath, ...(process.env.BENCH_SMOL ? ["--smol"] : []), join(ROOT, "src/main.ts"), "serve"];
+  : [
+      process.execPath,
+      ...(process.env.BENCH_SMOL ? ["--smol"] : []),
+      // BENCH_PROFILE=<dir>: the server writes a CPU profile (markdown) there on exit.
+      ...(process.env.BENCH_PROFILE ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []),
+      join(ROOT, "src/main.ts"),
+      "serve",
+    ];
 const svcProc = Bun.spawn(svcCmd, {
   env: {
     ...process.env,
@@ -185,6 +192,13 @@ const prober = (async () => {
   }
 })();
 
+const cpuServer0 = threadCpu(svcProc.pid);
+const cpuSink0 = threadCpu(sinkProc.pid);
+let rssPeakParts = rssParts(svcProc.pid);
+const partsTimer = setInterval(() => {
+  const p = rssParts(svcProc.pid);
+  if (p.anon + p.file + p.shmem > rssPeakParts.anon + rssPeakParts.file + rssPeakParts.shmem) rssPeakParts = p;
+}, 250);
 const t0 = Date.now();
 const sent = await api(`/campaigns/${campaignId}/send`, { key, method: "POST" });
 if (sent.status !== 200) throw new Error(`send: ${sent.status} ${sent.text}`);
@@ -206,6 +220,9 @@ ro.close();
 running = false;
 await prober;
 clearInterval(rssTimer);
+clearInterval(partsTimer);
+const cpuServer = threadCpuDelta(cpuServer0, threadCpu(svcProc.pid));
+const cpuSink = threadCpuDelta(cpuSink0, threadCpu(sinkProc.pid));
 const elapsed = (stats.lastAt - t0) / 1000;
 const rate = stats.count / elapsed;
 latencies.sort((a, b) => a - b);
@@ -226,4 +243,6 @@ console.log(`fan-out of ${fmt(status?.total_recipients ?? 0)} recipients: ${(fan
 console.log(`campaign end to end: ${fmt(stats.count)} messages (${fmt(stats.unique)} recipients, ${stats.duplicates} duplicates, ${(stats.bytes / Math.max(1, stats.count) / 1024).toFixed(1)} KB avg) in ${elapsed.toFixed(2)} s = ${fmt(rate)} msg/s, campaign ${status?.status}  (bar >= 1,000: ${rate >= 1000 ? "PASS" : "FAIL"}; ${Number.isNaN(ratio) ? "no /v1/send figure" : `${ratio.toFixed(2)}x /v1/send (bar >= 1.25x: ${ratio >= 1.25 ? "PASS" : "FAIL"})`})`);
 console.log(`POST /v1/track during the campaign: p50 ${pct(50)} ms, p99 ${pct(99)} ms over ${latencies.length} requests  (bar p99 < 25 ms: ${Number(pct(99)) < 25 ? "PASS" : "FAIL"})`);
 console.log(`server RSS max during the campaign: ${rssMax} MB (idle before: ${rssIdle} MB)  (bar < 160 MB: ${rssMax < 160 ? "PASS" : "FAIL"})`);
+console.log(`  RSS at its peak: anon ${rssPeakParts.anon} MB, file ${rssPeakParts.file} MB, shmem ${rssPeakParts.shmem} MB`);
+console.log(`CPU during the campaign (per thread): server ${cpuServer}; sink ${cpuSink}`);
 process.exit(0);

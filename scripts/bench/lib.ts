@@ -128,3 +128,34 @@ export function rssMb(pid: number): number {
 }
 
 export const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
+
+/** CPU seconds per thread name of a process (utime + stime from /proc/<pid>/task/<tid>/stat), summed by name. */
+export function threadCpu(pid: number): Map<string, number> {
+  const fs = require("node:fs") as typeof import("node:fs");
+  const out = new Map<string, number>();
+  let tids: string[] = [];
+  try {
+    tids = fs.readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  const hz = 100;
+  for (const tid of tids) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+      const close = stat.lastIndexOf(")");
+      const name = stat.slice(stat.indexOf("(") + 1, close);
+      const f = stat.slice(close + 2).split(" ");
+      const cpu = (Number(f[11]) + Number(f[12])) / hz;
+      out.set(name, (out.get(name) ?? 0) + cpu);
+    } catch {}
+  }
+  return out;
+}
+
+/** The difference of two threadCpu readings as "name 12.3 s, ..." (largest first). */
+export function threadCpuDelta(before: Map<string, number>, after: Map<string, number>): string {
+  const rows = [...after].map(([n, s]) => [n, s - (before.get(n) ?? 0)] as const).filter(([, s]) => s >= 0.05);
+  rows.sort((a, b) => b[1] - a[1]);
+  return rows.map(([n, s]) => `${n} ${s.toFixed(1)} s`).join(", ");
+}

@@ -24,13 +24,16 @@ function collectSometimes() {
   if (++built % COLLECT_EVERY === 0) fullGC();
 }
 
-const signer = new Signer();
+/** Set by "init": the main thread's signer says which backend to use. */
+let signer = new Signer({ openssl: false });
 let links: LinkKeys | null = null;
+// Replies leave in small groups: signing is synchronous here (openssl.ts), so a batch of 50 jobs
+// takes ~30 ms, and holding every reply until the batch ends would leave the SMTP side idle meanwhile.
 const replies = new Batcher<BuildReply>((batch) => {
   const transfer: ArrayBuffer[] = [];
   for (const r of batch) if (r.ok) transfer.push(r.buffer);
   self.postMessage({ type: "built", replies: batch } satisfies FromWorker, transfer);
-});
+}, 4);
 
 async function build(job: BuildJob) {
   if (job.content) contents.set(job.content);
@@ -50,6 +53,7 @@ self.onmessage = async (e: MessageEvent<ToWorker>) => {
   switch (m.type) {
     case "init":
       links = new LinkKeys(Buffer.from(m.secret));
+      signer = new Signer({ openssl: m.openssl });
       return;
     case "release":
       for (const b of m.buffers) releaseBuffer(Buffer.from(b));

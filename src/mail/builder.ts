@@ -33,7 +33,7 @@ export interface BuildJob {
 }
 
 export type ToWorker =
-  | { type: "init"; secret: Uint8Array }
+  | { type: "init"; secret: Uint8Array; openssl: boolean }
   | { type: "build"; jobs: BuildJob[] }
   | { type: "release"; buffers: ArrayBuffer[] }
   | { type: "forget-links" };
@@ -203,7 +203,7 @@ export class WorkerBuilder implements MessageBuilder {
         this.log.error("message builder worker failed: building in-process from now on", { error: String((e as ErrorEvent).message ?? e) });
         this.fallBackInline();
       };
-      w.postMessage({ type: "init", secret: new Uint8Array(this.secret) } satisfies ToWorker);
+      w.postMessage({ type: "init", secret: new Uint8Array(this.secret), openssl: this.signer.rsaBackend === "openssl" } satisfies ToWorker);
       this.worker = w;
       this.sentContents.clear();
       return w;

@@ -391,7 +391,8 @@ export class Outbox {
   private get builder(): MessageBuilder {
     if (!this.builderInstance) {
       const secret = secretOf(this.ctx);
-      this.builderInstance = this.opts.buildInWorker ? new WorkerBuilder(secret, sharedSigner(), this.ctx.log) : new InlineBuilder(secret, sharedSigner());
+      const signer = sharedSigner({ openssl: this.ctx.config.dkimOpenssl });
+      this.builderInstance = this.opts.buildInWorker ? new WorkerBuilder(secret, signer, this.ctx.log) : new InlineBuilder(secret, signer);
     }
     return this.builderInstance;
   }

@@ -114,6 +114,20 @@ describe("DKIM", () => {
     expect(await verify(tampered)).not.toBe("pass");
   });
 
+  test("RSA signatures are the same bytes from the system's OpenSSL and from WebCrypto; other keys fall back", async () => {
+    const viaOpenSsl = new Signer();
+    const viaWebCrypto = new Signer({ openssl: false });
+    expect(viaWebCrypto.rsaBackend).toBe("webcrypto");
+    // The CI and development machines are Debian with libssl3: the fast path must be the one taken there.
+    expect(viaOpenSsl.rsaBackend).toBe("openssl");
+    for (const data of ["a", "dkim-signature:v=1; a=rsa-sha256; d=sender.test; s=s1; bh=abc; b=", "x".repeat(5000)]) {
+      expect(await viaOpenSsl.sign(pem, data)).toBe(await viaWebCrypto.sign(pem, data));
+    }
+    const ed = generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" }) as string;
+    expect(await viaOpenSsl.sign(ed, "data")).toBe(await viaWebCrypto.sign(ed, "data"));
+    expect(Buffer.from(await viaOpenSsl.sign(ed, "data"), "base64").length).toBe(64);
+  });
+
   test("the composed message parses back to the same parts", async () => {
     const html = "<p>Grüße <b>bold</b></p>\n" + "<p>para</p>\n".repeat(100);
     const msg = toWire(composeAlternative({ messageId: "2@m.test", date: new Date(), from: { email: "a@s.test" }, to: { name: "Zoë", email: "z@r.test" }, subject: "Grüße", html, text: "Grüße bold" }));
