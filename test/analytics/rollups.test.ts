@@ -180,6 +180,42 @@ describe("migration 011", () => {
   });
 });
 
+test("contact-field counts follow every data update: same shape, reordered keys, kind changes, added and removed keys", () => {
+  const dir = mkdtempSync(join(tmpdir(), "fields-guard-"));
+  try {
+    const db = new Database(join(dir, "x.db"), { strict: true });
+    migrate(db);
+    db.exec("INSERT INTO projects (id, name, public_key, secret_key, created_at, updated_at) VALUES ('p1', 'P', 'pk', 'sk', 0, 0)");
+    db.query("INSERT INTO contacts (id, project_id, email, data, created_at, updated_at) VALUES ('c1', 'p1', 'a@x.com', ?, 0, 0)").run('{"plan":"pro","n":1,"d":"2025-01-01"}');
+    const set = (data: string) => db.query("UPDATE contacts SET data = ? WHERE id = 'c1'").run(data);
+    const stats = () => db.query("SELECT key, kind, n FROM contact_field_stats WHERE n > 0 ORDER BY key, kind").all();
+    const base = [
+      { key: "d", kind: "date", n: 1 },
+      { key: "n", kind: "integer", n: 1 },
+      { key: "plan", kind: "text", n: 1 },
+    ];
+    expect(stats()).toEqual(base);
+    set('{"plan":"free","n":7,"d":"2026-02-03"}'); // new values, same kinds
+    expect(stats()).toEqual(base);
+    set('{"d":"2026-02-03","plan":"team","n":9}'); // reordered
+    expect(stats()).toEqual(base);
+    set('{"d":"soon","plan":"team","n":9.5}'); // date -> text, integer -> real
+    expect(stats()).toEqual([
+      { key: "d", kind: "text", n: 1 },
+      { key: "n", kind: "real", n: 1 },
+      { key: "plan", kind: "text", n: 1 },
+    ]);
+    set('{"plan":"team","extra":[1]}'); // two keys gone, one added
+    expect(stats()).toEqual([
+      { key: "extra", kind: "array", n: 1 },
+      { key: "plan", kind: "text", n: 1 },
+    ]);
+    db.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 describe("GET /activity/upcoming", () => {
   test("pending retries, queued work and other modules' items, soonest first", async () => {
     const a = await createAccount(srv.api, "Upcoming");
