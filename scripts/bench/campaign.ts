@@ -212,7 +212,14 @@ while (Date.now() < deadline) {
     const row = ro.query<{ fanout_done: number; sent_at: number; updated_at: number }, [string]>("SELECT fanout_done, sent_at, updated_at FROM campaigns WHERE id = ?").get(campaignId);
     if (row?.fanout_done) fanoutMs = row.updated_at - row.sent_at;
   }
+  const prev = stats;
   stats = await sinkStats();
+  // Progress every ~10 s: the delivery rate over the last interval (a rate that falls as the campaign goes on shows here).
+  if (Math.floor((Date.now() - t0) / 10_000) !== Math.floor((Date.now() - 200 - t0) / 10_000)) {
+    const cpu = threadCpuDelta(cpuServer0, threadCpu(svcProc.pid));
+    console.error(`  ${((Date.now() - t0) / 1000).toFixed(0)} s: ${fmt(stats.count)} delivered; server CPU so far: ${cpu}`);
+  }
+  void prev;
   if (stats.count >= N) break;
 }
 const status = ro.query<{ status: string; total_recipients: number }, [string]>("SELECT status, total_recipients FROM campaigns WHERE id = ?").get(campaignId);

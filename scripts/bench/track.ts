@@ -68,6 +68,11 @@ function ceiling(ms: number): number {
   return rate;
 }
 
+// BENCH_TAIL_ONLY=1: only the tail case (wrk) below.
+if (process.env.BENCH_TAIL_ONLY) {
+  await tail();
+  process.exit(0);
+}
 const ceilingRate = ceiling(3000);
 
 // ---- the service --------------------------------------------------------------------------------------
