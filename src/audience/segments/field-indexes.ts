@@ -12,18 +12,25 @@
  */
 import { sql } from "kysely";
 import type { AppContext } from "../../context";
-import type { ConditionTree } from "../conditions";
+import { modeOf, type ConditionTree } from "../conditions";
 
 export const MAX_FIELD_INDEXES = 20;
 export const FIELD_INDEX_PREFIX = "contacts_data_";
 /** Columns after project_id of a composite index (the rest of a wider group is checked on the row). */
 export const MAX_INDEX_FIELDS = 3;
 
+/**
+ * Whether the compiler writes this `equals` value as the plain `json_extract(...) = ?` an index serves
+ * (compile.ts dataFilter: a text value; numbers, booleans and dates compile to type-checking forms).
+ * A composite index must not lead with a field the query cannot seek on.
+ */
+const indexable = (value: unknown) => modeOf(value) === "string" && !/^\s*[[{]/.test(String(value));
+
 /** The field sets to index: per AND group, its distinct `equals` data keys (sorted, at most MAX_INDEX_FIELDS). */
 export function equalsFieldSets(tree: ConditionTree, out: string[][] = []): string[][] {
   for (const g of tree.groups ?? []) {
     const keys = new Set<string>();
-    for (const f of g.filters ?? []) if (f.operator === "equals" && f.field.startsWith("data.") && f.field.length <= 5 + 64) keys.add(f.field.slice(5));
+    for (const f of g.filters ?? []) if (f.operator === "equals" && f.field.startsWith("data.") && f.field.length <= 5 + 64 && indexable(f.value)) keys.add(f.field.slice(5));
     // Sorted: the same fields in another order share the index (equalities: any column order serves).
     if (keys.size) out.push([...keys].sort().slice(0, MAX_INDEX_FIELDS));
     if (g.conditions) equalsFieldSets(g.conditions, out);
