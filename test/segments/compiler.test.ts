@@ -184,3 +184,34 @@ test("contactMatches reads one contact of the project; segmentAudienceWhere sele
   expect(await ids("D")).toEqual(["c1"]);
   await expect(segmentAudienceWhere(aud.db, "p2", "S", now)).rejects.toThrow("Segment not found");
 });
+
+describe("field indexes (src/audience/segments/field-indexes.ts)", () => {
+  test("one index per AND group: its text equality data fields, sorted, at most three; a field alone gets its own", async () => {
+    const { equalsFieldSets, fieldIndexName } = await import("../../src/audience/segments/field-indexes");
+    const eq = (field: string) => ({ field, operator: "equals", value: "x" });
+    const tree = {
+      logic: "OR",
+      groups: [
+        {
+          filters: [
+            eq("data.plan"),
+            eq("data.country"),
+            { field: "data.visits", operator: "greaterThan", value: 1 },
+            eq("email"),
+            // Numbers, booleans, dates and JSON-looking text compile to forms no index serves.
+            { field: "data.age", operator: "equals", value: 30 },
+            { field: "data.zip", operator: "equals", value: "0123" },
+            { field: "data.vip", operator: "equals", value: true },
+            { field: "data.since", operator: "equals", value: "2024-01-01" },
+            { field: "data.tags", operator: "equals", value: "[1]" },
+          ],
+        },
+        { filters: [eq("data.plan")], conditions: { logic: "AND", groups: [{ filters: [eq("data.d"), eq("data.c"), eq("data.b"), eq("data.a")] }] } },
+        { filters: [{ field: "data.plan", operator: "notEquals", value: "x" }] },
+      ],
+    } as unknown as ConditionTree;
+    expect(equalsFieldSets(tree)).toEqual([["country", "plan"], ["plan"], ["a", "b", "c"]]);
+    expect(fieldIndexName(["country", "plan"])).toBe(`contacts_data_${Buffer.from("country").toString("hex")}_${Buffer.from("plan").toString("hex")}`);
+    expect(fieldIndexName("plan")).toBe(fieldIndexName(["plan"]));
+  });
+});

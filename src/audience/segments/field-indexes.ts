@@ -2,43 +2,62 @@
  * Expression indexes for the data fields segments test with `equals`: a count over a million contacts
  * on `json_extract(data, '$."plan"') = ?` reads the index instead of parsing every row's JSON
  * (~8 ms instead of ~300 ms per field, docs/stack-notes). The compiler writes exactly this expression
- * (dialect.ts jsonValue). One index per field name for all projects, at most MAX_FIELD_INDEXES; each
- * costs a little on contact writes, so only `equals` filters of DYNAMIC segments ask for one.
- * (DDL and sqlite_master: SQLite-specific, kept in this one file.)
+ * (dialect.ts jsonValue). A group ANDing equalities on several fields gets ONE composite index
+ * (project_id, field a, field b[, field c]): SQLite uses a single index per table, so with one index
+ * per field it would still read (and JSON-parse) every row the most selective one finds, while the
+ * composite one answers a count from the index alone (scripts/bench/segments.ts: 2-filter count).
+ * A field tested alone gets a single-field index. One index per field set for all projects, at most
+ * MAX_FIELD_INDEXES; each costs a little on contact writes, so only `equals` filters of DYNAMIC
+ * segments ask for one. (DDL and sqlite_master: SQLite-specific, kept in this one file.)
  */
 import { sql } from "kysely";
 import type { AppContext } from "../../context";
-import type { ConditionTree } from "../conditions";
+import { modeOf, type ConditionTree } from "../conditions";
 
 export const MAX_FIELD_INDEXES = 20;
 export const FIELD_INDEX_PREFIX = "contacts_data_";
+/** Columns after project_id of a composite index (the rest of a wider group is checked on the row). */
+export const MAX_INDEX_FIELDS = 3;
 
-function equalsFields(tree: ConditionTree, out = new Set<string>()): Set<string> {
+/**
+ * Whether the compiler writes this `equals` value as the plain `json_extract(...) = ?` an index serves
+ * (compile.ts dataFilter: a text value; numbers, booleans and dates compile to type-checking forms).
+ * A composite index must not lead with a field the query cannot seek on.
+ */
+const indexable = (value: unknown) => modeOf(value) === "string" && !/^\s*[[{]/.test(String(value));
+
+/** The field sets to index: per AND group, its distinct `equals` data keys (sorted, at most MAX_INDEX_FIELDS). */
+export function equalsFieldSets(tree: ConditionTree, out: string[][] = []): string[][] {
   for (const g of tree.groups ?? []) {
-    for (const f of g.filters ?? []) if (f.operator === "equals" && f.field.startsWith("data.")) out.add(f.field.slice(5));
-    if (g.conditions) equalsFields(g.conditions, out);
+    const keys = new Set<string>();
+    for (const f of g.filters ?? []) if (f.operator === "equals" && f.field.startsWith("data.") && f.field.length <= 5 + 64 && indexable(f.value)) keys.add(f.field.slice(5));
+    // Sorted: the same fields in another order share the index (equalities: any column order serves).
+    if (keys.size) out.push([...keys].sort().slice(0, MAX_INDEX_FIELDS));
+    if (g.conditions) equalsFieldSets(g.conditions, out);
   }
   return out;
 }
 
-export const fieldIndexName = (key: string) => FIELD_INDEX_PREFIX + Buffer.from(key, "utf8").toString("hex");
+const hex = (key: string) => Buffer.from(key, "utf8").toString("hex");
+/** `contacts_data_<hex a>` or `contacts_data_<hex a>_<hex b>…` (hex has no `_`). */
+export const fieldIndexName = (keys: string | readonly string[]) => FIELD_INDEX_PREFIX + (typeof keys === "string" ? [keys] : keys).map(hex).join("_");
 
 /** Creates the missing field indexes of a condition (idempotent). Never throws: an index is an optimisation. */
 export async function ensureFieldIndexes(ctx: AppContext, tree: ConditionTree | null): Promise<string[]> {
   if (!tree) return [];
-  const keys = [...equalsFields(tree)].filter((k) => k.length <= 64);
-  if (!keys.length) return [];
+  const sets = equalsFieldSets(tree);
+  if (!sets.length) return [];
   try {
     const existing = new Set(
       (await sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE ${FIELD_INDEX_PREFIX + "%"}`.execute(ctx.db)).rows.map((r) => r.name),
     );
     const created: string[] = [];
-    for (const key of keys) {
-      const name = fieldIndexName(key);
+    for (const keys of sets) {
+      const name = fieldIndexName(keys);
       if (existing.has(name)) continue;
       if (existing.size >= MAX_FIELD_INDEXES) break;
-      const path = `'$."${key.replaceAll("'", "''")}"'`;
-      await sql.raw(`CREATE INDEX IF NOT EXISTS ${name} ON contacts (project_id, json_extract(data, ${path}))`).execute(ctx.db);
+      const cols = keys.map((key) => `json_extract(data, '$."${key.replaceAll("'", "''")}"')`).join(", ");
+      await sql.raw(`CREATE INDEX IF NOT EXISTS ${name} ON contacts (project_id, ${cols})`).execute(ctx.db);
       existing.add(name);
       created.push(name);
     }
