@@ -7,7 +7,7 @@
 // the fan-out time is read from the campaign row (sent_at -> fan-out done) through a read-only
 // SQLite connection (WAL: it never blocks the server).
 //   bun scripts/bench/campaign.ts [contacts=100000]
-// Knobs: BENCH_SKIP_SEND=1 (no /v1/send comparison run), BENCH_SMOL=1 (the server runs with --smol), BENCH_BIN=./mailsvc (the compiled binary; also passed to send.ts), BENCH_HTML=<bytes>, BENCH_DEADLINE_S=600 (stop
+// Knobs: BENCH_SKIP_SEND=1 (no /v1/send comparison run), BENCH_SMOL=1 (the server runs with --smol), BENCH_PROFILE=<dir> / BENCH_HEAP_PROFILE=<dir> (server CPU / heap profile, markdown), BENCH_BIN=./mailsvc (the compiled binary; also passed to send.ts), BENCH_HTML=<bytes>, BENCH_DEADLINE_S=600 (stop
 // waiting for the delivery after that long and report the rate so far).
 import { Database } from "bun:sqlite";
 import { generateKeyPairSync, sign } from "node:crypto";
@@ -115,6 +115,8 @@ const svcCmd = process.env.BENCH_BIN
       ...(process.env.BENCH_SMOL ? ["--smol"] : []),
       // BENCH_PROFILE=<dir>: the server writes a CPU profile (markdown) there on exit.
       ...(process.env.BENCH_PROFILE ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []),
+      // BENCH_HEAP_PROFILE=<dir>: the server writes a heap profile (markdown) there on exit.
+      ...(process.env.BENCH_HEAP_PROFILE ? ["--heap-prof", "--heap-prof-md", `--heap-prof-dir=${process.env.BENCH_HEAP_PROFILE}`] : []),
       join(ROOT, "src/main.ts"),
       "serve",
     ];
