@@ -1,7 +1,7 @@
 import type { AppContext } from "../context";
-import type { SafeFetchOutcome } from "../net/safe-fetch";
+import { safeFetch, type SafeFetchOutcome } from "../net/safe-fetch";
+import { signWebhook } from "./sign";
 import { GroupCommit } from "../db/group-commit";
-import { WebhookSender, type SendTarget as SenderTarget } from "./sender";
 import { dueDeliveries, endpointsWithDue, recordAttemptsRaw, type AttemptRecord } from "./store";
 
 /**
@@ -21,8 +21,10 @@ export interface DispatcherOptions {
   timeoutMs?: number;
 }
 
-interface SendTarget extends SenderTarget {
+interface SendTarget {
   id: string;
+  url: string;
+  secret: string;
 }
 
 interface Row {
@@ -71,15 +73,12 @@ export class WebhookDispatcher {
   private tasks = new Set<Promise<void>>();
   /** Attempt outcomes finishing within a few milliseconds of each other commit together. */
   private readonly commits: GroupCommit<{ id: string; record: AttemptRecord }>;
-  /** Signs and POSTs (in a worker thread; see sender.ts). */
-  readonly sender: WebhookSender;
 
   constructor(private readonly ctx: AppContext, opts: DispatcherOptions = {}) {
     this.perEndpoint = opts.perEndpoint ?? 8;
     this.global = opts.global ?? 64;
     this.pollMs = opts.pollMs ?? 500;
     this.timeoutMs = opts.timeoutMs ?? 10_000;
-    this.sender = new WebhookSender(ctx.config, ctx.log);
     this.commits = new GroupCommit(
       (items) => this.ctx.store.exclusive((sqlite) => recordAttemptsRaw(sqlite, items)),
       5,
@@ -99,7 +98,6 @@ export class WebhookDispatcher {
     this.timer = null;
     await Promise.allSettled([...this.tasks]);
     await this.commits.flush();
-    this.sender.close();
   }
 
   /** New deliveries may be due (called after the feed's transaction commits, or soon after). */
@@ -224,9 +222,10 @@ export class WebhookDispatcher {
     }
   }
 
-  /** Signs and POSTs one body through the SSRF-guarded client (also used by the test ping). */
-  send(ep: SenderTarget, webhookId: string, body: string): Promise<SafeFetchOutcome> {
-    return this.sender.send(ep, webhookId, body, this.timeoutMs);
+  /** Signs and POSTs one body (also used by the test ping). */
+  send(ep: SendTarget, webhookId: string, body: string): Promise<SafeFetchOutcome> {
+    const headers = { "content-type": "application/json", ...signWebhook(ep.secret, webhookId, new Date(), body) };
+    return safeFetch(this.ctx.config, { url: ep.url, method: "POST", headers, body, timeoutMs: this.timeoutMs, maxBodyBytes: 1024 });
   }
 
   /** Retry after the schedule's next wait on non-2xx or network failure; refused addresses fail at once. */
