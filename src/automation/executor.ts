@@ -32,6 +32,8 @@ import {
   dueStepJobs,
   preloadContacts,
   getExecution,
+  insertExecutionRows,
+  insertExecutionsRaw,
   loadGraph,
   openStepLog,
   updateExecution,
@@ -138,7 +140,20 @@ export async function insertExecutions(ctx: AppContext, trx: Transaction<DB>, in
   const ids = inputs.map(() => Bun.randomUUIDv7(undefined, now));
   const jobIds = await ctx.jobs.enqueueMany(STEP_JOB, ids.map((executionId) => ({ executionId, seq: 0 }) satisfies StepJobPayload), { trx, runAt: now, maxAttempts: MAX_JOB_ATTEMPTS });
   const rows = inputs.map((input, i) => newExecutionRow(ids[i]!, input, jobIds[i]!, now));
-  for (let i = 0; i < rows.length; i += 100) await trx.insertInto("workflow_executions").values(rows.slice(i, i + 100)).execute();
+  await insertExecutionRows(trx, rows);
+  return rows;
+}
+
+/**
+ * insertExecutions with raw prepared statements on the connection of the caller's open transaction
+ * (the event feed's, which holds the database until it commits): the trigger consumer's hot path.
+ */
+export function insertExecutionsInFeed(ctx: AppContext, inputs: StartInput[], now: number): ExecutionRow[] {
+  if (!inputs.length) return [];
+  const ids = inputs.map(() => Bun.randomUUIDv7(undefined, now));
+  const jobIds = ctx.jobs.enqueueManyRaw(ctx.store.sqlite, STEP_JOB, ids.map((executionId) => ({ executionId, seq: 0 }) satisfies StepJobPayload), { runAt: now, maxAttempts: MAX_JOB_ATTEMPTS });
+  const rows = inputs.map((input, i) => newExecutionRow(ids[i]!, input, jobIds[i]!, now));
+  insertExecutionsRaw(ctx.store.sqlite, rows);
   return rows;
 }
 

@@ -2,6 +2,7 @@
  * The engine's SQL (Kysely): executions, their step log, and the workflow graph an execution
  * walks. Every write takes the caller's transaction.
  */
+import type { Database } from "bun:sqlite";
 import type { Kysely, Selectable, Transaction } from "kysely";
 import type { DB } from "../db";
 import type { WorkflowExecutionsTable, WorkflowStepsTable, WorkflowsTable } from "../db/tables/workflows";
@@ -212,4 +213,36 @@ export async function projectWebhookSecret(db: Db, projectId: string, generate: 
   await db.updateTable("projects").set({ webhook_secret: secret }).where("id", "=", projectId).where("webhook_secret", "is", null).execute();
   const again = await db.selectFrom("projects").select("webhook_secret").where("id", "=", projectId).executeTakeFirst();
   return again?.webhook_secret ?? secret;
+}
+
+/** The Kysely form of insertExecutionsRaw (the portable sibling). */
+export async function insertExecutionRows(trx: Db, rows: ExecutionRow[]): Promise<void> {
+  for (let i = 0; i < rows.length; i += 100) await trx.insertInto("workflow_executions").values(rows.slice(i, i + 100)).execute();
+}
+
+const EXECUTION_COLUMNS = [
+  "id", "project_id", "workflow_id", "contact_id", "status", "current_step_id", "step_seq", "context", "trigger_event", "exit_reason",
+  "wait_event", "wait_since", "wait_seq", "resume_at", "job_id", "started_at", "completed_at", "updated_at",
+] as const satisfies readonly (keyof ExecutionRow)[];
+const INSERT_EXECUTION = `INSERT INTO workflow_executions (${EXECUTION_COLUMNS.join(", ")}) VALUES (${EXECUTION_COLUMNS.map(() => "?").join(", ")})`;
+
+/**
+ * insertExecutionRows as one prepared statement per row, on the connection of the caller's open
+ * transaction (the event feed's): raw because every triggered start passes here (scripts/bench/workflows.ts).
+ */
+export function insertExecutionsRaw(sqlite: Database, rows: ExecutionRow[]): void {
+  const ins = sqlite.query(INSERT_EXECUTION);
+  for (const r of rows) ins.run(...(EXECUTION_COLUMNS.map((k) => r[k] ?? null) as never[]));
+}
+
+/**
+ * Whether the contact entered the workflow before: ever (`once`, no re-entry) or in an execution still
+ * active. The per-pair form of the trigger consumer's batch look-up, raw on the feed transaction's
+ * connection (scripts/bench/workflows.ts: the batch's variable IN lists were compiled and prepared anew each time).
+ */
+export function enteredRaw(sqlite: Database, workflowId: string, contactId: string, once: boolean): boolean {
+  const q = once
+    ? sqlite.query<{ one: number }, [string, string]>("SELECT 1 AS one FROM workflow_executions WHERE workflow_id = ? AND contact_id = ? LIMIT 1")
+    : sqlite.query<{ one: number }, [string, string]>("SELECT 1 AS one FROM workflow_executions WHERE workflow_id = ? AND contact_id = ? AND status IN ('RUNNING', 'WAITING') LIMIT 1");
+  return q.get(workflowId, contactId) !== null;
 }

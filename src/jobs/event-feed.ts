@@ -7,6 +7,8 @@
  *
  * Handlers only write to the database (no network, no long work: enqueue a job for that). Writers of
  * events call `notifyEvents` after their commit, which wakes the feed; a slow poll is the safety net.
+ * While events keep coming, rounds start at least minGapMs apart and each reads about roundBudgetMs
+ * worth of events, yielding to the event loop between rounds (fewer, larger, still short transactions).
  * A consumer seen for the first time starts at the current end of the log (history is not replayed).
  * While every cursor stands at the same place (the usual case) one transaction reads a batch once,
  * hands it to every consumer and moves all cursors; otherwise each consumer steps on its own.
@@ -45,7 +47,20 @@ interface Consumer {
 export interface EventFeedOptions {
   batchSize?: number;
   pollMs?: number;
+  /**
+   * Rounds start at least this far apart while events keep coming: one round takes what several
+   * would have (each round pays a transaction and every consumer's look-ups). Default 10 ms.
+   */
+  minGapMs?: number;
+  /**
+   * A round reads about as many events as its consumers handle in this time (never fewer than
+   * MIN_BATCH): a round is one synchronous stretch of the event loop, which requests wait behind. Default 5 ms.
+   */
+  roundBudgetMs?: number;
 }
+
+/** The fewest events a round may read when the time budget would allow less. */
+const MIN_BATCH = 25;
 
 export class EventFeed {
   private consumers = new Map<string, Consumer>();
@@ -57,6 +72,13 @@ export class EventFeed {
   private again = false;
   private readonly batchSize: number;
   private readonly pollMs: number;
+  private readonly minGapMs: number;
+  private readonly roundBudgetMs: number;
+  /** When the last round started, and the wake waiting for the gap to pass. */
+  private lastRoundAt = -Infinity;
+  private gapTimer: ReturnType<typeof setTimeout> | null = null;
+  /** Milliseconds per event the consumers took lately (moving average): sizes the next read. */
+  private msPerEvent = 0;
 
   constructor(
     private readonly db: Kysely<DB>,
@@ -66,6 +88,8 @@ export class EventFeed {
   ) {
     this.batchSize = opts.batchSize ?? 500;
     this.pollMs = opts.pollMs ?? 1000;
+    this.minGapMs = opts.minGapMs ?? 10;
+    this.roundBudgetMs = opts.roundBudgetMs ?? 5;
   }
 
   /** Registers a consumer (at install time, before start). The name is its durable identity. */
@@ -95,14 +119,30 @@ export class EventFeed {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    if (this.gapTimer) clearTimeout(this.gapTimer);
+    this.gapTimer = null;
     await this.pumping?.catch(() => {});
   }
 
-  /** New events were committed: let every consumer catch up (coalesced to one round per turn). */
+  /**
+   * New events were committed: let every consumer catch up (coalesced to one round, run in the next
+   * turn of the event loop; while events keep coming, rounds start at least minGapMs apart, so one
+   * round takes what several would).
+   */
   wake(): void {
-    if (this.stopped || this.wakeQueued || !this.consumers.size) return;
+    if (this.stopped || this.wakeQueued || this.gapTimer || !this.consumers.size) return;
+    const wait = this.lastRoundAt + this.minGapMs - performance.now();
+    if (wait > 0) {
+      this.gapTimer = setTimeout(() => {
+        this.gapTimer = null;
+        this.wake();
+      }, Math.ceil(wait));
+      return;
+    }
     this.wakeQueued = true;
-    queueMicrotask(() => {
+    // A later turn, not a microtask: the responses of the requests whose commit woke the feed go out
+    // before its round runs (workflows.ts: /v1/track p50 6 ms with workflows, was 7-9).
+    setImmediate(() => {
       this.wakeQueued = false;
       void this.pump();
     });
@@ -133,7 +173,17 @@ export class EventFeed {
       try {
         do {
           this.again = false;
-          while (!this.stopped && (await this.stepAll()) === this.batchSize) {}
+          for (;;) {
+            if (this.stopped) break;
+            this.lastRoundAt = performance.now();
+            const limit = this.roundLimit();
+            const read = await this.stepAll(limit);
+            this.measure(read, performance.now() - this.lastRoundAt);
+            if (read < limit) break;
+            // More are waiting: let requests and timers run between two rounds (each round is one
+            // synchronous stretch of the event loop).
+            await new Promise((r) => setImmediate(r));
+          }
         } while (this.again && !this.stopped);
       } catch (e) {
         this.log.error("event feed failed", { error: String((e as Error)?.stack ?? e) });
@@ -144,12 +194,24 @@ export class EventFeed {
     return this.pumping;
   }
 
+  /** How many events the next round reads: about roundBudgetMs worth, between MIN_BATCH and batchSize. */
+  private roundLimit(): number {
+    if (!(this.msPerEvent > 0) || this.roundBudgetMs === Infinity) return this.batchSize;
+    return Math.max(Math.min(MIN_BATCH, this.batchSize), Math.min(this.batchSize, Math.floor(this.roundBudgetMs / this.msPerEvent)));
+  }
+
+  private measure(read: number, ms: number): void {
+    if (read < 5) return; // the fixed cost of a round would dominate
+    const sample = ms / read;
+    this.msPerEvent = this.msPerEvent > 0 ? this.msPerEvent * 0.8 + sample * 0.2 : sample;
+  }
+
   /**
    * One batch for every consumer: read once and handed to each in one transaction when their cursors
    * agree; each on its own (step) when they do not, or when a handler failed. Returns the most log
    * rows any consumer read (== batchSize: more may follow).
    */
-  private async stepAll(): Promise<number> {
+  private async stepAll(limit = this.batchSize): Promise<number> {
     const consumers = [...this.consumers.values()];
     if (!consumers.length) return 0;
     const names = consumers.map((c) => c.name);
@@ -159,7 +221,7 @@ export class EventFeed {
         if (cursors.length !== consumers.length || cursors.some((c) => c.last_seq !== cursors[0]!.last_seq)) {
           throw new Diverged(Math.max(...cursors.map((c) => c.last_seq)));
         }
-        const rows = await this.readAfter(trx, cursors[0]!.last_seq);
+        const rows = await this.readAfter(trx, cursors[0]!.last_seq, undefined, limit);
         if (!rows.length) return 0;
         const events = rows.map(toFeedEvent);
         for (const c of consumers) {
@@ -186,13 +248,13 @@ export class EventFeed {
   }
 
   /** The next batch after `seq` (no further than `upTo`). */
-  private readAfter(db: Kysely<DB> | Transaction<DB>, seq: number, upTo?: number) {
+  private readAfter(db: Kysely<DB> | Transaction<DB>, seq: number, upTo?: number, limit = this.batchSize) {
     let q = db
       .selectFrom("events")
       .select(["seq", "id", "project_id", "contact_id", "name", "data", "email_id", "created_at"])
       .where("seq", ">", seq);
     if (upTo !== undefined) q = q.where("seq", "<=", upTo);
-    return q.orderBy("seq").limit(this.batchSize).execute();
+    return q.orderBy("seq").limit(limit).execute();
   }
 
   /** One batch for one consumer. Returns how many log rows it read (== batchSize: more may follow). */

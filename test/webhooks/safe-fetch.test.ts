@@ -68,6 +68,10 @@ describe("safeFetch", () => {
         const u = new URL(req.url);
         seen.push({ path: u.pathname, host: req.headers.get("host"), method: req.method, body: await req.text() });
         if (u.pathname === "/big") return new Response("x".repeat(5000));
+        // 5,000 bytes that travel as a few dozen (gzip), and a chunked stream without a length.
+        if (u.pathname === "/gzip") return new Response(Bun.gzipSync("y".repeat(5000)), { headers: { "content-encoding": "gzip" } });
+        if (u.pathname === "/chunked")
+          return new Response(new ReadableStream({ start(c) { for (let i = 0; i < 10; i++) c.enqueue(new TextEncoder().encode("z".repeat(500))); c.close(); } }));
         if (u.pathname === "/slow") {
           await Bun.sleep(2000);
           return new Response("late");
@@ -142,6 +146,13 @@ describe("safeFetch", () => {
     const big = await safeFetch(open, { url: base() + "/big", method: "GET" });
     expect(big.ok).toBe(true);
     expect(big.body!.length).toBe(1024);
+    // What the caller keeps is the first 1 KB of the body as read, however it travels.
+    const gz = await safeFetch(open, { url: base() + "/gzip", method: "GET" });
+    expect(gz).toMatchObject({ ok: true, body: "y".repeat(1024) });
+    const chunked = await safeFetch(open, { url: base() + "/chunked", method: "GET" });
+    expect(chunked).toMatchObject({ ok: true, body: "z".repeat(1024) });
+    const small = await safeFetch(open, { url: base() + "/ok", method: "GET" });
+    expect(small).toMatchObject({ ok: true, status: 200, body: "hello GET" });
     const slow = await safeFetch(open, { url: base() + "/slow", method: "GET", timeoutMs: 200 });
     expect(slow).toMatchObject({ ok: false, errorKind: "timeout" });
     const dead = await safeFetch(open, { url: "http://127.0.0.1:1/x" });
