@@ -184,7 +184,15 @@ const campaignId = created.body.data.id as string;
 
 let rssMax = rssMb(svcProc.pid);
 const rssIdle = rssMax;
-const rssTimer = setInterval(() => (rssMax = Math.max(rssMax, rssMb(svcProc.pid))), 100);
+// The peak, and its split into anonymous / file-backed / shared memory read at that moment.
+let rssPeakParts = rssParts(svcProc.pid);
+const rssTimer = setInterval(() => {
+  const rss = rssMb(svcProc.pid);
+  if (rss > rssMax) {
+    rssMax = rss;
+    rssPeakParts = rssParts(svcProc.pid);
+  }
+}, 100);
 const latencies: number[] = [];
 let running = true;
 const prober = (async () => {
@@ -196,11 +204,6 @@ const prober = (async () => {
 
 const cpuServer0 = threadCpu(svcProc.pid);
 const cpuSink0 = threadCpu(sinkProc.pid);
-let rssPeakParts = rssParts(svcProc.pid);
-const partsTimer = setInterval(() => {
-  const p = rssParts(svcProc.pid);
-  if (p.anon + p.file + p.shmem > rssPeakParts.anon + rssPeakParts.file + rssPeakParts.shmem) rssPeakParts = p;
-}, 250);
 const t0 = Date.now();
 const sent = await api(`/campaigns/${campaignId}/send`, { key, method: "POST" });
 if (sent.status !== 200) throw new Error(`send: ${sent.status} ${sent.text}`);
@@ -214,14 +217,12 @@ while (Date.now() < deadline) {
     const row = ro.query<{ fanout_done: number; sent_at: number; updated_at: number }, [string]>("SELECT fanout_done, sent_at, updated_at FROM campaigns WHERE id = ?").get(campaignId);
     if (row?.fanout_done) fanoutMs = row.updated_at - row.sent_at;
   }
-  const prev = stats;
   stats = await sinkStats();
-  // Progress every ~10 s: the delivery rate over the last interval (a rate that falls as the campaign goes on shows here).
+  // Progress every ~10 s: messages delivered so far and the server's CPU per thread (a rate that falls as the campaign goes on shows here).
   if (Math.floor((Date.now() - t0) / 10_000) !== Math.floor((Date.now() - 200 - t0) / 10_000)) {
     const cpu = threadCpuDelta(cpuServer0, threadCpu(svcProc.pid));
     console.error(`  ${((Date.now() - t0) / 1000).toFixed(0)} s: ${fmt(stats.count)} delivered; server CPU so far: ${cpu}`);
   }
-  void prev;
   if (stats.count >= N) break;
 }
 const status = ro.query<{ status: string; total_recipients: number }, [string]>("SELECT status, total_recipients FROM campaigns WHERE id = ?").get(campaignId);
@@ -229,7 +230,6 @@ ro.close();
 running = false;
 await prober;
 clearInterval(rssTimer);
-clearInterval(partsTimer);
 const cpuServer = threadCpuDelta(cpuServer0, threadCpu(svcProc.pid));
 const cpuSink = threadCpuDelta(cpuSink0, threadCpu(sinkProc.pid));
 const elapsed = (stats.lastAt - t0) / 1000;

@@ -209,7 +209,7 @@ export class EventFeed {
   /**
    * One batch for every consumer: read once and handed to each in one transaction when their cursors
    * agree; each on its own (step) when they do not, or when a handler failed. Returns the most log
-   * rows any consumer read (== batchSize: more may follow).
+   * rows any consumer read (== limit: more may follow).
    */
   private async stepAll(limit = this.batchSize): Promise<number> {
     const consumers = [...this.consumers.values()];

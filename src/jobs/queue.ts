@@ -116,20 +116,8 @@ export class JobQueue {
 
   /** Enqueues many jobs of one type with multi-row inserts (no dedupe). Returns their ids in order. */
   async enqueueMany(type: string, payloads: unknown[], opts: Omit<EnqueueOptions, "dedupeKey"> = {}): Promise<string[]> {
-    const now = this.clock.now();
     const db = opts.trx ?? this.db;
-    const rows = payloads.map((payload) => ({
-      id: Bun.randomUUIDv7(),
-      type,
-      project_id: opts.projectId ?? null,
-      state: "waiting",
-      payload: JSON.stringify(payload ?? {}),
-      run_at: opts.runAt ?? now,
-      max_attempts: opts.maxAttempts ?? 5,
-      dedupe_key: null,
-      created_at: now,
-      updated_at: now,
-    }));
+    const rows = this.newRows(type, payloads, opts);
     for (let i = 0; i < rows.length; i += 200) await db.insertInto("jobs").values(rows.slice(i, i + 200)).execute();
     if (!opts.trx && rows.length) this.wake();
     return rows.map((r) => r.id);
@@ -142,13 +130,28 @@ export class JobQueue {
    * were most of the trigger consumer's time). Returns the ids in order.
    */
   enqueueManyRaw(sqlite: Database, type: string, payloads: unknown[], opts: Omit<EnqueueOptions, "dedupeKey" | "trx"> = {}): string[] {
-    const now = this.clock.now();
     const ins = sqlite.query(INSERT_JOB);
-    return payloads.map((payload) => {
-      const id = Bun.randomUUIDv7();
-      ins.run(id, type, opts.projectId ?? null, JSON.stringify(payload ?? {}), opts.runAt ?? now, opts.maxAttempts ?? 5, now, now);
-      return id;
+    return this.newRows(type, payloads, opts).map((r) => {
+      ins.run(r.id, r.type, r.project_id, r.payload, r.run_at, r.max_attempts, r.created_at, r.updated_at);
+      return r.id;
     });
+  }
+
+  /** The waiting rows of enqueueMany and its raw sibling (no dedupe key). */
+  private newRows(type: string, payloads: unknown[], opts: Omit<EnqueueOptions, "dedupeKey" | "trx">) {
+    const now = this.clock.now();
+    return payloads.map((payload) => ({
+      id: Bun.randomUUIDv7(),
+      type,
+      project_id: opts.projectId ?? null,
+      state: "waiting",
+      payload: JSON.stringify(payload ?? {}),
+      run_at: opts.runAt ?? now,
+      max_attempts: opts.maxAttempts ?? 5,
+      dedupe_key: null,
+      created_at: now,
+      updated_at: now,
+    }));
   }
 
   async get(id: string) {

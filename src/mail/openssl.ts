@@ -3,7 +3,7 @@
 // at ~4,100/s (`openssl speed rsa2048`; measured through this binding: ~3,400/s on a loaded
 // machine beside Bun's ~1,200/s). DKIM signing is the largest single CPU cost of a message, so a
 // campaign's delivery rate follows it. PKCS#1 v1.5 signatures are deterministic: both libraries
-// produce the same bytes for the same key and data (test/mail/openssl.test.ts).
+// produce the same bytes for the same key and data (test/mail/units.test.ts, DKIM).
 // Where libcrypto cannot be loaded (no OpenSSL 3 on the host, another OS, bun:ffi unavailable),
 // `openSsl()` answers null and the Signer keeps Bun's WebCrypto.
 // Synchronous: a signature costs ~0.25 ms of the calling thread (the message-building worker).
