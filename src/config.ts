@@ -28,6 +28,8 @@ export interface Config {
   allowPrivateWebhooks: boolean;
   /** Waits between outbound webhook attempts (and the first ones of workflow WEBHOOK retries). */
   webhookRetryScheduleMs: number[];
+  /** How long a webhook delivery may wait while the delivery engine sends in bulk (0: never waits). */
+  webhookMaxDeferMs: number;
   metricsToken?: string;
   /** MTA-STS (RFC 8461) for outbound delivery. */
   mtaSts: boolean;
@@ -104,6 +106,7 @@ export const OPTIONS: Option[] = [
   { key: "logRequests", env: "MAILSVC_LOG_REQUESTS", flag: "--log-requests", help: "one log line per HTTP request", parse: bool },
   { key: "allowPrivateWebhooks", env: "MAILSVC_ALLOW_PRIVATE_WEBHOOKS", flag: "--allow-private-webhooks", help: "let workflow and outbound webhooks reach loopback/private addresses", parse: bool },
   { key: "webhookRetryScheduleMs", env: "MAILSVC_WEBHOOK_RETRY_SCHEDULE", flag: "--webhook-retry-schedule", help: "waits between webhook attempts after a non-2xx or network failure", parse: (s) => list(s).map(parseDuration) },
+  { key: "webhookMaxDeferMs", env: "MAILSVC_WEBHOOK_MAX_DEFER", flag: "--webhook-max-defer", help: "while mail goes out in bulk (over 100 attempts/s), webhook POSTs wait for it up to this long (0: never)", parse: parseDuration },
   { key: "mtaSts", env: "MAILSVC_MTA_STS", flag: "--mta-sts", help: "honour recipients' MTA-STS policies (enforce: verified TLS to listed MX only)", parse: bool },
   { key: "mtaStsCa", env: "MAILSVC_MTA_STS_CA", flag: "--mta-sts-ca", help: "PEM file of extra CAs trusted for MTA-STS policy hosts and MX certificates", parse: str },
   { key: "mtaStsPort", env: "MAILSVC_MTA_STS_PORT", flag: "--mta-sts-port", help: "HTTPS port of MTA-STS policy hosts", parse: int("mta-sts port") },
@@ -141,6 +144,7 @@ function defaults(): Omit<Config, "publicUrl"> & { publicUrl?: string } {
     allowPrivateWebhooks: false,
     campaignBatchSize: 1000,
     webhookRetryScheduleMs: list(DEFAULT_WEBHOOK_RETRY_SCHEDULE).map(parseDuration),
+    webhookMaxDeferMs: 30_000,
     mtaSts: true,
     mtaStsPort: 443,
     analyticsRollups: true,

@@ -4,8 +4,11 @@
 // sign rate on one core and the raw smtp-connection rate to the same sink. While the send runs,
 // /v1/track latency is probed and the server's RSS sampled.
 //   bun scripts/bench/send.ts [requests=400] [perRequest=50] [--webhooks]
-// --webhooks: one outbound webhook endpoint (a local receiver in this process) subscribed to every
-// event ("*"): the delivery rate should stay within 10% of the run without it.
+// --webhooks (issue 18): one outbound webhook endpoint (a local receiver in this process) subscribed
+// to every event ("*"): the delivery rate should stay within 10% of the run without it. It runs the
+// send BENCH_ROUNDS times (default 3) each way, alternating (without, with), each a fresh server,
+// and prints the ratio of the summed rates beside every pair; BENCH_NO_DEFER=1 adds a third run
+// per round with MAILSVC_WEBHOOK_MAX_DEFER=0 (webhooks never wait for the mail). --single: one run.
 // Knobs (environment): BENCH_PROFILE=<dir> / BENCH_HEAP_PROFILE=<dir> (server CPU / heap profile,
 // markdown), BENCH_LOG=<file> (server log), BENCH_BIN=./mailsvc (run the compiled binary instead of src/main.ts), BENCH_SMOL=1 (server runs with --smol),
 // BENCH_HTML=<bytes> (HTML body size, default ~20 KB), SINK_NO_TLS=1 (sink without STARTTLS).
@@ -18,10 +21,45 @@ import { SmtpClient } from "../../src/mail/smtp-client";
 import { composeAlternative, toWire } from "../../src/mail/compose";
 import { toSmtpData } from "../../src/mail/smtp-data";
 import { htmlToText } from "../../src/mail/html-text";
-import { fmt, freePort, ROOT, rssMb, rssParts, tempDir, waitFor } from "./lib";
+import { fmt, freePort, ROOT, rssMb, rssParts, tempDir, threadCpu, threadCpuDelta, waitFor } from "./lib";
 
 const ARGS = process.argv.slice(2).filter((a) => !a.startsWith("--"));
 const WEBHOOKS = process.argv.includes("--webhooks");
+
+// --webhooks without --single: alternate runs with and without webhooks and compare them.
+if (WEBHOOKS && !process.argv.includes("--single")) {
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+  const variants = [
+    { name: "without webhooks", args: [] as string[], env: {} as Record<string, string> },
+    { name: "with webhooks", args: ["--webhooks"], env: {} },
+    ...(process.env.BENCH_NO_DEFER ? [{ name: "with webhooks, MAILSVC_WEBHOOK_MAX_DEFER=0", args: ["--webhooks"], env: { MAILSVC_WEBHOOK_MAX_DEFER: "0" } }] : []),
+  ];
+  const rates = variants.map(() => [] as number[]);
+  let last = "";
+  for (let r = 0; r < rounds; r++) {
+    for (const [k, v] of variants.entries()) {
+      const child = Bun.spawn([process.execPath, import.meta.path, ...ARGS, ...v.args, "--single"], { env: { ...process.env, ...v.env }, stdout: "pipe", stderr: "inherit" });
+      const out = await new Response(child.stdout).text();
+      if ((await child.exited) !== 0) throw new Error(`${v.name}: the run failed\n${out}`);
+      const m = /= ([\d,]+) msg\/s/.exec(out);
+      if (!m) throw new Error(`${v.name}: no rate in\n${out}`);
+      rates[k]!.push(Number(m[1]!.replace(/,/g, "")));
+      console.log(`round ${r + 1}, ${v.name}: ${m[1]} msg/s${v.args.length ? "; " + (out.split("\n").find((l) => l.startsWith("webhooks:")) ?? "") : ""}`);
+      if (k === 1) last = out;
+    }
+  }
+  const sum = (l: number[]) => l.reduce((a, b) => a + b, 0);
+  console.log(`\nthe last run with webhooks, in full:\n${last}`);
+  for (let k = 1; k < variants.length; k++) {
+    const ratio = (sum(rates[k]!) / sum(rates[0]!)) * 100;
+    const pairs = rates[k]!.map((x, i) => `${((x / rates[0]![i]!) * 100).toFixed(0)}%`).join(", ");
+    console.log(`${variants[k]!.name}: ${ratio.toFixed(1)}% of the rate without (${fmtList(rates[k]!)} vs ${fmtList(rates[0]!)} msg/s; pairs ${pairs})${k === 1 ? `  [bar >= 90%: ${ratio >= 90 ? "PASS" : "FAIL"}]` : ""}`);
+  }
+  process.exit(0);
+}
+function fmtList(l: number[]): string {
+  return l.map((x) => x.toLocaleString("en-US")).join(" / ");
+}
 const REQUESTS = Number(ARGS[0] ?? 400);
 const PER = Number(ARGS[1] ?? 50);
 const TOTAL = REQUESTS * PER;
@@ -146,7 +184,7 @@ const acct = await createAccount(api, "bench");
 await addVerifiedDomain(api, dns, acct, SENDER_DOMAIN);
 
 // --webhooks: a receiver that answers 200 and counts what it gets, subscribed to every event.
-const hooks = { count: 0, types: new Map<string, number>(), lastAt: 0 };
+const hooks = { count: 0, types: new Map<string, number>(), lastAt: 0, atLastMessage: -1 };
 const receiver = WEBHOOKS
   ? Bun.serve({
       hostname: "127.0.0.1",
@@ -212,6 +250,7 @@ const prober = (async () => {
   }
 })();
 
+const cpu0 = { server: threadCpu(svcProc.pid), sink: threadCpu(sinkProc.pid), bench: threadCpu(process.pid) };
 const t0 = Date.now();
 let next = 0;
 let apiErrors = 0;
@@ -243,11 +282,17 @@ while (stats.count < TOTAL - apiErrors * PER && Date.now() < deadline) {
   stats = await sinkStats();
 }
 sending = false;
+hooks.atLastMessage = hooks.count;
 await prober;
 // Webhooks: every email.sent and email.delivery of the send (2 per recipient) should arrive.
 const hookDeadline = Date.now() + 120_000;
 while (WEBHOOKS && hooks.count < 2 * stats.count && Date.now() < hookDeadline) await Bun.sleep(100);
 clearInterval(rssTimer);
+const cpuUsed = {
+  server: threadCpuDelta(cpu0.server, threadCpu(svcProc.pid)),
+  sink: threadCpuDelta(cpu0.sink, threadCpu(sinkProc.pid)),
+  bench: threadCpuDelta(cpu0.bench, threadCpu(process.pid)),
+};
 const elapsed = (stats.lastAt - t0) / 1000;
 const rate = stats.count / elapsed;
 
@@ -268,8 +313,9 @@ console.log(`POST /v1/send ${REQUESTS} x ${PER} = ${fmt(TOTAL)} recipients accep
 console.log(`end to end: ${fmt(stats.count)} messages (${fmt(stats.unique)} recipients, ${stats.duplicates} duplicates, ${(stats.bytes / stats.count / 1024).toFixed(1)} KB avg) in ${elapsed.toFixed(2)} s = ${fmt(rate)} msg/s  (bar >= 1,000: ${rate >= 1000 ? "PASS" : "FAIL"})`);
 console.log(`${trackProbe ? "POST /v1/track" : "GET /v1/key (no /v1/track on this build)"} during the send: p50 ${pct(50)} ms, p99 ${pct(99)} ms over ${latencies.length} requests (while the API accepted the 400 sends: p99 ${pctOf(apiPhase, 99)} ms over ${apiPhase.length}; afterwards, while delivering: p99 ${pctOf(deliveryPhase, 99)} ms over ${deliveryPhase.length})  (bar p99 < 25 ms: ${Number(pct(99)) < 25 ? "PASS" : "FAIL"})`);
 console.log(`server RSS max during the send: ${rssMax} MB (at the peak: anonymous ${rssAtMax.anon} MB, file-backed ${rssAtMax.file} MB, shared ${rssAtMax.shmem} MB; idle before: ${rssIdle} MB; every 2 s: ${rssTimeline.join(" ")})  (bar < 200 MB: ${rssMax < 200 ? "PASS" : "FAIL"})`);
+console.log(`CPU from the first send to the last webhook/message (per thread): server ${cpuUsed.server}; sink ${cpuUsed.sink}; this process (load${WEBHOOKS ? ", webhook receiver" : ""}) ${cpuUsed.bench}`);
 if (WEBHOOKS) {
-  console.log(`webhooks: ${fmt(hooks.count)} POSTs received (${[...hooks.types].map(([t, n]) => `${t} ${fmt(n)}`).join(", ")}), the last ${((hooks.lastAt - stats.lastAt) / 1000).toFixed(2)} s after the last message; ${fmt(hooks.count / ((hooks.lastAt - t0) / 1000))} webhooks/s`);
+  console.log(`webhooks: ${fmt(hooks.count)} POSTs received (${[...hooks.types].map(([t, n]) => `${t} ${fmt(n)}`).join(", ")}), ${fmt(hooks.atLastMessage)} of them by the end of the send, the last ${((hooks.lastAt - stats.lastAt) / 1000).toFixed(2)} s after the last message; ${fmt(hooks.count / ((hooks.lastAt - t0) / 1000))} webhooks/s`);
   receiver?.stop(true);
 }
 if (process.env.BENCH_VERBOSE) console.log(`probe latencies while the API accepted (ms): ${apiPhase.map((x) => x.toFixed(1)).join(" ")}`);

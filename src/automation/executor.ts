@@ -185,8 +185,6 @@ async function afterCommit(ctx: AppContext, fx: Effects) {
 
 const parse = (s: string | null) => (s ? JSON.parse(s) : null);
 
-/** Request rate above which the engine yields most of the time to the API (its due work stays durable in the queue). */
-const BUSY_API_RPS = 50;
 /** While the API is busy, the engine pauses this many times as long as each turn took: it takes about 1/(1+n) of the time. */
 const BUSY_PAUSE_FACTOR = 9;
 const MAX_PAUSE_MS = 250;
@@ -210,24 +208,8 @@ async function engineTurn<T>(ctx: AppContext, fn: () => Promise<T>): Promise<T> 
     gate.unlock();
   }
 }
-const apiSeen = new WeakMap<AppContext, { total: number; at: number; busy: boolean }>();
-
-/** Whether the API answered more than BUSY_API_RPS requests per second lately (re-measured every 250 ms). */
-function apiBusy(ctx: AppContext): boolean {
-  const now = performance.now();
-  const total = ctx.metrics.http.total;
-  const s = apiSeen.get(ctx);
-  if (!s) {
-    apiSeen.set(ctx, { total, at: now, busy: false });
-    return false;
-  }
-  if (now - s.at >= 250) {
-    s.busy = ((total - s.total) * 1000) / (now - s.at) > BUSY_API_RPS;
-    s.total = total;
-    s.at = now;
-  }
-  return s.busy;
-}
+/** Whether the API answered more than 50 requests per second lately (Metrics.apiLoad): the engine then yields most of the time (its due work stays durable in the queue). */
+const apiBusy = (ctx: AppContext): boolean => ctx.metrics.apiLoad.busy();
 
 /** The job handler: one turn of one execution, then (when more are due) a batch of others. */
 export async function runStepJob(ctx: AppContext, job: JobRunContext<StepJobPayload>): Promise<unknown> {

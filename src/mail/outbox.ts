@@ -353,6 +353,7 @@ export class Outbox {
     if (state.attempted && result.kind !== "suppressed" && result.kind !== "unsendable") {
       const label = attemptLabel(state);
       this.ctx.metrics.deliveryAttempts.inc({ result: label });
+      this.ctx.metrics.mailAttempts++;
       this.ctx.log.json({
         msg: "delivery",
         email: row.id,

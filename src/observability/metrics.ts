@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { RateSignal } from "./load";
 
 /**
  * The Prometheus metrics of one running instance (own Registry: tests run several instances in
@@ -8,6 +9,15 @@ export class Metrics {
   readonly registry = new Registry();
   /** HTTP stats are kept in plain maps (prom-client's label hashing per request cost ~30% of a cheap route). */
   readonly http = new HttpStats();
+  /** Delivery attempts made since start (a plain number: the load signal reads it on every webhook dispatch). */
+  mailAttempts = 0;
+  /** The API answered more than 50 requests/s lately: the workflow engine yields most of the time. */
+  readonly apiLoad = new RateSignal(() => this.http.total, 50);
+  /**
+   * The delivery engine made more than 100 attempts/s lately (a bulk send; attempts settle in
+   * groups, so a quiet second does not end it): webhook dispatch waits (MAILSVC_WEBHOOK_MAX_DEFER).
+   */
+  readonly mailLoad = new RateSignal(() => this.mailAttempts, 100, 1000);
   readonly deliveryAttempts = new Counter({
     name: "mailsvc_delivery_attempts_total",
     help: "Outbound delivery attempts by result (delivered, sent (relay), deferred, bounced)",

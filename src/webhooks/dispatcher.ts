@@ -13,6 +13,13 @@ import { dueDeliveries, endpointsWithDue, recordAttemptsRaw, type AttemptRecord 
  * campaign fan-out, imports and workflows, and a dead endpoint holds a slot for its whole timeout.
  * Here each endpoint has its own small concurrency cap, and the whole dispatcher a global one, so
  * a slow or dead endpoint only delays its own deliveries.
+ *
+ * Webhooks yield to bulk mail: while the delivery engine makes over 100 attempts/s (a campaign, a
+ * large send), a delivery waits until that slows down or until it has waited
+ * `MAILSVC_WEBHOOK_MAX_DEFER` (30 s by default; 0: never). Each POST costs about as much CPU as a
+ * sixth of a message, two per message; without the wait a bulk send on a small machine loses a
+ * quarter of its rate (scripts/bench/send.ts --webhooks). Under sustained bulk load the deliveries
+ * flow with that lag; nothing is dropped, the rows are the queue.
  */
 export interface DispatcherOptions {
   perEndpoint?: number;
@@ -31,6 +38,7 @@ interface Row {
   id: string;
   payload: string;
   attempts: number;
+  next_attempt_at: number | null;
 }
 
 /** One endpoint as the dispatcher sees it: its due rows read ahead in one query, and what is in flight. */
@@ -48,6 +56,14 @@ interface Lane {
 
 /** How many due rows of one endpoint are read at once. */
 const READ_AHEAD = 100;
+/**
+ * The latest due time a delivery may have to be sent now: `now`, or while mail goes out in bulk,
+ * `now - maxDeferMs` (deliveries wait for the mail, at most that long).
+ */
+export function dueCutoff(now: number, mailBusy: boolean, maxDeferMs: number): number {
+  return mailBusy && maxDeferMs > 0 ? now - maxDeferMs : now;
+}
+
 /** How long a finished delivery id is remembered (a read that began before it finished must not send it again). */
 const RECENT_MS = 60_000;
 
@@ -155,21 +171,26 @@ export class WebhookDispatcher {
       if (f.at >= cutoff) break;
       this.recent.delete(id);
     }
-    for (const ep of await endpointsWithDue(this.ctx.db, now)) {
+    const due = this.cutoff(now);
+    for (const ep of await endpointsWithDue(this.ctx.db, due)) {
       let lane = this.lanes.get(ep.id);
       if (!lane) this.lanes.set(ep.id, (lane = { ep, queue: [], inflight: new Set(), sending: 0, refilling: false, dead: false }));
       lane.ep = ep;
-      if (!lane.queue.length && !lane.refilling && lane.sending < this.perEndpoint) await this.refill(lane, now);
+      if (!lane.queue.length && !lane.refilling && lane.sending < this.perEndpoint) await this.refill(lane, due);
       this.launch(lane);
       if (this.running >= this.global) return;
     }
   }
 
-  private async refill(lane: Lane, now: number): Promise<void> {
+  private cutoff(now = this.ctx.clock.now()): number {
+    return dueCutoff(now, this.ctx.metrics.mailLoad.busy(), this.ctx.config.webhookMaxDeferMs);
+  }
+
+  private async refill(lane: Lane, due: number): Promise<void> {
     lane.refilling = true;
     const readFrom = this.finishedSeq;
     try {
-      const rows = await dueDeliveries(this.ctx.db, lane.ep.id, now, READ_AHEAD + lane.inflight.size);
+      const rows = await dueDeliveries(this.ctx.db, lane.ep.id, due, READ_AHEAD + lane.inflight.size);
       if (lane.dead) return; // forgotten while reading: what was read may be stale
       const queued = new Set(lane.queue.map((r) => r.id));
       const staleRead = (id: string) => (this.recent.get(id)?.seq ?? 0) > readFrom; // finished while this read ran
@@ -179,9 +200,11 @@ export class WebhookDispatcher {
     }
   }
 
-  /** Starts queued rows of one lane up to the per-endpoint and global caps. */
+  /** Starts queued rows of one lane up to the per-endpoint and global caps (due ones: the queue is in due order). */
   private launch(lane: Lane): void {
+    const due = lane.queue.length ? this.cutoff() : 0;
     while (!lane.dead && lane.queue.length && lane.sending < this.perEndpoint && this.running < this.global && !this.stopped) {
+      if ((lane.queue[0]!.next_attempt_at ?? 0) > due) break; // waiting for bulk mail (read before it began)
       const row = lane.queue.shift()!;
       lane.inflight.add(row.id);
       lane.sending++;

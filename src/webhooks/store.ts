@@ -61,11 +61,11 @@ export function endpointsWithDue(db: Kysely<DB>, now: number) {
     .execute();
 }
 
-/** The next due deliveries of one endpoint, oldest first. */
+/** The next deliveries of one endpoint due by `now`, oldest first. */
 export function dueDeliveries(db: Kysely<DB>, endpointId: string, now: number, limit: number) {
   return db
     .selectFrom("webhook_deliveries")
-    .select(["id", "endpoint_id", "payload", "attempts"])
+    .select(["id", "endpoint_id", "payload", "attempts", "next_attempt_at"])
     .where("endpoint_id", "=", endpointId)
     .where("status", "=", "PENDING")
     .where("next_attempt_at", "<=", now)

@@ -321,4 +321,33 @@ describe("deliveries", () => {
     expect((await srv.api(`/webhook-endpoints/${ep.id}`, { key: a.secretKey })).status).toBe(200);
     expect((await deliveries(a, ep.id)).total).toBe(0);
   });
+
+  test("while mail goes out in bulk, deliveries wait for it: until it slows down, at most MAILSVC_WEBHOOK_MAX_DEFER", async () => {
+    const ep = await endpoint(acct, { url: rx.url + "/bulk", events: ["contact.unsubscribed"] });
+    // A bulk send as the load signal sees it: the delivery engine's attempt counter moving at 1,000/s
+    // (driving 100+ real deliveries a second through the test sink would make this test slow).
+    const load = setInterval(() => (srv.ctx.metrics.mailAttempts += 50), 50);
+    try {
+      await waitFor(async () => srv.ctx.metrics.mailLoad.busy(), { until: (b) => b, what: "the mail load signal busy" });
+      const firstId = await unsubscribeOne(acct);
+      await Bun.sleep(1200);
+      expect(rx.received.filter((r) => r.path === "/bulk")).toHaveLength(0);
+      expect((await deliveries(acct, ep.id)).data).toMatchObject([{ status: "PENDING", attempts: 0 }]);
+      // Waited as long as it may (30 s by default): it goes, though the mail still flows.
+      srv.clock.advance(srv.ctx.config.webhookMaxDeferMs);
+      const [first] = await rx.waitFor(1, (r) => r.path === "/bulk");
+      expect(first!.json.data.contactId).toBe(firstId);
+      const secondId = await unsubscribeOne(acct);
+      await Bun.sleep(1200);
+      expect(rx.received.filter((r) => r.path === "/bulk")).toHaveLength(1);
+      clearInterval(load);
+      // The bulk send is over: it goes within a second or two, no clock moved.
+      const got = await rx.waitFor(2, (r) => r.path === "/bulk", 5000);
+      expect(got[1]!.json.data.contactId).toBe(secondId);
+      expect(srv.ctx.metrics.mailLoad.busy()).toBe(false);
+    } finally {
+      clearInterval(load);
+      await srv.api(`/webhook-endpoints/${ep.id}`, { method: "DELETE", key: acct.secretKey });
+    }
+  });
 });
