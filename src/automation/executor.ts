@@ -186,7 +186,7 @@ async function afterCommit(ctx: AppContext, fx: Effects) {
 const parse = (s: string | null) => (s ? JSON.parse(s) : null);
 
 /** While the API is busy, the engine pauses this many times as long as each turn took: it takes about 1/(1+n) of the time. */
-const BUSY_PAUSE_FACTOR = 9;
+const BUSY_PAUSE_FACTOR = 19;
 const MAX_PAUSE_MS = 250;
 const gates = new WeakMap<AppContext, Mutex>();
 

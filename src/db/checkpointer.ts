@@ -1,14 +1,31 @@
 /**
- * WAL checkpoints from a worker thread with its own connection. A checkpoint copies WAL pages into
- * the database file and fsyncs it (~10-20 ms per 1,000 pages on our disks); run by the writer's
- * auto-checkpoint it stalls the event loop and every request in flight (p99). From this thread the
- * main connection only appends to the WAL. The main connection keeps a high wal_autocheckpoint as
- * the safety net should this thread ever fall behind.
+ * WAL checkpoints from a worker thread with its own connection, and the WAL's rewind without a
+ * checkpoint on the event loop.
+ *
+ * A checkpoint copies WAL pages into the database file and fsyncs it (~17 µs per dirty page on our
+ * disks: 1,000 pages ~17 ms). Run by the writer's auto-checkpoint it stalls the event loop and every
+ * request in flight (the /v1/track p99). So the worker backfills every intervalMs (PASSIVE: never
+ * blocks the writer). But under a steady stream of commits the WAL never rewinds by itself: SQLite
+ * restarts it from the top only when a write transaction begins while every frame is backfilled,
+ * and some commit always lands between the worker's pass and the next transaction.
+ *
+ * The rewind: when the WAL holds more than rewindFrames, the worker first catches up (passes until
+ * little is left, the writer going on meanwhile), then the main thread holds its connection's mutex
+ * (no transaction starts; the event loop keeps running, requests that write wait for it) while the
+ * worker backfills the last few frames. The next write transaction then restarts the WAL from the
+ * top. The pause is one short pass (a few hundred pages at most) instead of a checkpoint of
+ * everything since the last pass on the event loop. The main connection keeps a high
+ * wal_autocheckpoint as the safety net should this thread ever fall behind.
  */
+import type { Mutex } from "./bun-sqlite-dialect";
+
 const WORKER_SOURCE = `
 import { Database } from "bun:sqlite";
 let db = null;
 let timer = null;
+const pass = () => {
+  try { return db ? db.query("PRAGMA wal_checkpoint(PASSIVE)").get() : null; } catch { return null; }
+};
 self.onmessage = (e) => {
   const m = e.data;
   if (m.type === "start") {
@@ -17,8 +34,17 @@ self.onmessage = (e) => {
       db.exec("PRAGMA busy_timeout = 0");
     } catch { db = null; }
     timer = setInterval(() => {
-      try { db && db.query("PRAGMA wal_checkpoint(PASSIVE)").get(); } catch {}
+      const r = pass();
+      if (r) postMessage({ type: "frames", log: r.log, checkpointed: r.checkpointed });
     }, m.intervalMs);
+  } else if (m.type === "catchup") {
+    // Passes until few frames are left (the writer goes on meanwhile), at most 8.
+    let r = pass();
+    for (let i = 0; r && r.log - r.checkpointed > m.leftFrames && i < 8; i++) r = pass();
+    postMessage({ type: "caughtup", id: m.id, log: r ? r.log : -1, checkpointed: r ? r.checkpointed : -1 });
+  } else if (m.type === "final") {
+    const r = pass();
+    postMessage({ type: "final", id: m.id, log: r ? r.log : -1, checkpointed: r ? r.checkpointed : -1 });
   } else if (m.type === "stop") {
     if (timer) clearInterval(timer);
     try { db && db.close(); } catch {}
@@ -32,21 +58,90 @@ self.onmessage = (e) => {
 
 let workerUrl: string | null = null;
 
+export interface CheckpointerOptions {
+  /** How often the worker backfills (PASSIVE). */
+  intervalMs?: number;
+  /** WAL size (frames) above which the WAL is rewound; 0: never (the writer's auto-checkpoint does it). */
+  rewindFrames?: number;
+  /** Frames the catch-up may leave for the final pass, which runs while writes wait. */
+  leftFrames?: number;
+}
+
 export interface Checkpointer {
+  /** Rewinds done (the last pass found every frame backfilled while writes waited). */
+  readonly rewinds: number;
+  /** Longest wait of writers during a final pass, ms. */
+  readonly longestPauseMs: number;
   /** Closes the worker's connection (waits up to 2 s, synchronously) and ends the thread. */
   stop(): void;
 }
 
-export function startCheckpointer(path: string, intervalMs = 100): Checkpointer {
+type Reply = { type: string; id?: number; log: number; checkpointed: number };
+
+/** `mutex`: the one the main connection's transactions and raw statements hold (held during the final pass). */
+export function startCheckpointer(path: string, mutex: Mutex, opts: CheckpointerOptions = {}): Checkpointer {
+  const intervalMs = opts.intervalMs ?? 100;
+  const rewindFrames = opts.rewindFrames ?? 2000;
+  const leftFrames = opts.leftFrames ?? 100;
   workerUrl ??= URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "application/javascript" }));
   const worker = new Worker(workerUrl);
   (worker as unknown as { unref?: () => void }).unref?.();
-  worker.postMessage({ type: "start", path, intervalMs });
   let stopped = false;
+  let rewinding = false;
+  let seq = 0;
+  const waiting = new Map<number, (r: Reply) => void>();
+  const state = { rewinds: 0, longestPauseMs: 0 };
+  const ask = (type: "catchup" | "final") =>
+    new Promise<Reply>((resolve) => {
+      const id = ++seq;
+      waiting.set(id, resolve);
+      worker.postMessage({ type, id, leftFrames });
+    });
+
+  async function rewind(): Promise<void> {
+    rewinding = true;
+    try {
+      const caught = await ask("catchup");
+      if (stopped || caught.log < 0) return;
+      await mutex.lock();
+      const t0 = performance.now();
+      try {
+        if (stopped) return;
+        const last = await ask("final");
+        if (last.log >= 0 && last.log === last.checkpointed) state.rewinds++;
+      } finally {
+        state.longestPauseMs = Math.max(state.longestPauseMs, performance.now() - t0);
+        mutex.unlock();
+      }
+    } finally {
+      rewinding = false;
+    }
+  }
+
+  worker.onmessage = (e: MessageEvent<Reply>) => {
+    const m = e.data;
+    if (m.id !== undefined) {
+      const resolve = waiting.get(m.id);
+      waiting.delete(m.id);
+      resolve?.(m);
+    } else if (m.type === "frames" && rewindFrames > 0 && !rewinding && !stopped && m.log > rewindFrames) {
+      void rewind();
+    }
+  };
+  worker.postMessage({ type: "start", path, intervalMs });
   return {
+    get rewinds() {
+      return state.rewinds;
+    },
+    get longestPauseMs() {
+      return state.longestPauseMs;
+    },
     stop() {
       if (stopped) return;
       stopped = true;
+      // A rewind waiting for the worker ends now (the mutex is released).
+      for (const resolve of waiting.values()) resolve({ type: "stopped", log: -1, checkpointed: -1 });
+      waiting.clear();
       const buf = new SharedArrayBuffer(4);
       worker.postMessage({ type: "stop", flag: buf });
       Atomics.wait(new Int32Array(buf), 0, 0, 2000);

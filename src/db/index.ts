@@ -63,10 +63,11 @@ export function openStore(path: string): Store {
   // 4 MB of page cache: the OS page cache holds the file anyway. 16 MB showed up in the server's RSS
   // during a large send (scripts/bench/send.ts) without a measurable gain in any benchmark.
   sqlite.exec("PRAGMA cache_size = -4096");
-  // Checkpoints run in a worker thread (see checkpointer.ts); the writer's own auto-checkpoint is the safety net.
-  const checkpointer = path === ":memory:" ? null : startCheckpointer(path);
-  sqlite.exec(`PRAGMA wal_autocheckpoint = ${checkpointer ? 20000 : 2000}`);
   const dialect = new BunSqliteDialect(sqlite);
+  // Checkpoints and the WAL's rewind run from a worker thread (see checkpointer.ts); the writer's own
+  // auto-checkpoint is the safety net.
+  const checkpointer = path === ":memory:" ? null : startCheckpointer(path, dialect.mutex);
+  sqlite.exec(`PRAGMA wal_autocheckpoint = ${checkpointer ? 20000 : 2000}`);
   const db = new Kysely<DB>({ dialect });
   let closed = false;
   return {
