@@ -4,8 +4,9 @@
 //    time from that moment until every one has advanced and its SEND_EMAIL email row is queued
 //    (bar: within 30 s). Ceiling: the same rows written by raw bun:sqlite, one transaction each.
 // 2. /v1/track throughput without workflows, then with an enabled workflow per tracked event name
-//    (CONDITION then SEND_EMAIL), in a child process under autocannon (bar: >= 70% of the run
-//    without, p99 < 25 ms); afterwards every triggered execution must exist (counted).
+//    (CONDITION then SEND_EMAIL), in a child process under autocannon, alternating BENCH_ROUNDS
+//    times (default 2) (bar: >= 70% of the runs without, p99 < 25 ms in every run); afterwards
+//    every triggered execution must exist (counted).
 import { join } from "node:path";
 import { ManualClock } from "../../src/clock";
 import { loadConfig } from "../../src/config";
@@ -180,14 +181,25 @@ async function trackRun(withWorkflows: boolean) {
 }
 
 async function tracking() {
-  const without = await trackRun(false);
-  const withWf = await trackRun(true);
-  const ratio = (withWf.rps / without.rps) * 100;
-  console.log(`2. /v1/track, 50 connections, ${trackSeconds}s each, 5 event names; with: one enabled workflow per name (CONDITION data.plan = enterprise -> SEND_EMAIL)`);
-  console.log(`   without workflows (ceiling): ${fmt(without.rps)} req/s, p50 ${without.p50} ms, p99 ${without.p99} ms, errors ${without.errors}`);
-  console.log(`   with workflows             : ${fmt(withWf.rps)} req/s, p50 ${withWf.p50} ms, p99 ${withWf.p99} ms, errors ${withWf.errors}`);
-  console.log(`   triggered executions       : ${fmt(withWf.executions)} for ${fmt(withWf.events)} distinct (contact, event name) pairs tracked (no re-entry: every one must exist, once)`);
-  console.log(`   bar: >= 70% of the run without (${fmt(ratio)}%), p99 < 25 ms, every execution exists -> ${ratio >= 70 && withWf.p99 < 25 && withWf.executions === withWf.events ? "PASS" : "FAIL"}`);
+  // Alternating runs (without, with) BENCH_ROUNDS times (default 2), each a fresh server: a run-to-run
+  // spread of ~20% on this machine would otherwise decide the ratio. Throughput: the summed rates.
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 2);
+  const without: Awaited<ReturnType<typeof trackRun>>[] = [];
+  const withWf: Awaited<ReturnType<typeof trackRun>>[] = [];
+  for (let r = 0; r < rounds; r++) {
+    without.push(await trackRun(false));
+    withWf.push(await trackRun(true));
+  }
+  const sum = (l: { rps: number }[]) => l.reduce((a, b) => a + b.rps, 0);
+  const ratio = (sum(withWf) / sum(without)) * 100;
+  const worstP99 = Math.max(...withWf.map((r) => r.p99));
+  const allExist = withWf.every((r) => r.executions === r.events);
+  const line = (l: typeof without) => l.map((r) => `${fmt(r.rps)} req/s (p50 ${r.p50} ms, p99 ${r.p99} ms, errors ${r.errors})`).join("; ");
+  console.log(`2. /v1/track, 50 connections, ${trackSeconds}s each, 5 event names, ${rounds} alternating rounds; with: one enabled workflow per name (CONDITION data.plan = enterprise -> SEND_EMAIL)`);
+  console.log(`   without workflows (ceiling): ${line(without)}`);
+  console.log(`   with workflows             : ${line(withWf)}`);
+  console.log(`   triggered executions       : ${withWf.map((r) => `${fmt(r.executions)} for ${fmt(r.events)}`).join("; ")} distinct (contact, event name) pairs tracked (no re-entry: every one must exist, once)`);
+  console.log(`   bar: >= 70% of the runs without (${ratio.toFixed(1)}% of the summed rates), p99 < 25 ms (worst run ${worstP99} ms), every execution exists (${allExist}) -> ${ratio >= 70 && worstP99 < 25 && allExist ? "PASS" : "FAIL"}`);
 }
 
 console.log(`machine load average at start: ${require("node:os").loadavg()[0].toFixed(1)} (2 cores, other engineers' work running concurrently)`);
