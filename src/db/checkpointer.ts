@@ -70,8 +70,6 @@ export interface CheckpointerOptions {
 export interface Checkpointer {
   /** Rewinds done (the last pass found every frame backfilled while writes waited). */
   readonly rewinds: number;
-  /** Longest wait of writers during a final pass, ms. */
-  readonly longestPauseMs: number;
   /** Closes the worker's connection (waits up to 2 s, synchronously) and ends the thread. */
   stop(): void;
 }
@@ -90,7 +88,7 @@ export function startCheckpointer(path: string, mutex: Mutex, opts: Checkpointer
   let rewinding = false;
   let seq = 0;
   const waiting = new Map<number, (r: Reply) => void>();
-  const state = { rewinds: 0, longestPauseMs: 0 };
+  let rewinds = 0;
   const ask = (type: "catchup" | "final") =>
     new Promise<Reply>((resolve) => {
       const id = ++seq;
@@ -104,13 +102,11 @@ export function startCheckpointer(path: string, mutex: Mutex, opts: Checkpointer
       const caught = await ask("catchup");
       if (stopped || caught.log < 0) return;
       await mutex.lock();
-      const t0 = performance.now();
       try {
         if (stopped) return;
         const last = await ask("final");
-        if (last.log >= 0 && last.log === last.checkpointed) state.rewinds++;
+        if (last.log >= 0 && last.log === last.checkpointed) rewinds++;
       } finally {
-        state.longestPauseMs = Math.max(state.longestPauseMs, performance.now() - t0);
         mutex.unlock();
       }
     } finally {
@@ -131,10 +127,7 @@ export function startCheckpointer(path: string, mutex: Mutex, opts: Checkpointer
   worker.postMessage({ type: "start", path, intervalMs });
   return {
     get rewinds() {
-      return state.rewinds;
-    },
-    get longestPauseMs() {
-      return state.longestPauseMs;
+      return rewinds;
     },
     stop() {
       if (stopped) return;
