@@ -2,13 +2,14 @@
 // vars -> render (subject, HTML, text) -> decoration -> MIME -> DKIM -> SMTP DATA form.
 // Pure: no database and no AppContext, so it runs in the message-building worker (build-worker.ts)
 // as well as in-process (builder.ts). The plan is made on the main thread (plan.ts).
-import { composeMessage, toWire, type AttachmentInput, type RawMessage } from "./compose";
+import { composeAlternativeWith, composeMessage, toWire, type AttachmentInput, type HeaderInput, type RawMessage } from "./compose";
 import { applyDecoration, type DecorationPlan } from "./decorate";
 import { dkimHeader, prepareDkim } from "./dkim";
 import { htmlToText } from "./html-text";
 import type { ContentRow } from "./outbox-store";
-import { renderHtml, renderSubject, renderText } from "./render";
+import { renderHtml, renderSubject, renderText, type Vars } from "./render";
 import type { Signer } from "./signer";
+import { prepareSkeleton, writeHtml, writeText, type Skeleton } from "./skeleton";
 import { toSmtpData } from "./smtp-data";
 import type { FreshLinks, LinkKeys } from "./tracked-links";
 
@@ -51,9 +52,13 @@ export const messageIdFor = (emailId: string, hostname: string) => `<${emailId}@
  * more than the rest of the message). Falls back to converting the rendered HTML.
  */
 const textTemplates = new WeakMap<ContentRow, string>();
-function derivedText(content: ContentRow, vars: Record<string, unknown>, html: string): string {
+function textTemplateOf(content: ContentRow): string {
   let tpl = textTemplates.get(content);
   if (tpl === undefined) textTemplates.set(content, (tpl = htmlToText(content.html)));
+  return tpl;
+}
+function derivedText(content: ContentRow, vars: Record<string, unknown>, html: string): string {
+  const tpl = textTemplateOf(content);
   try {
     return renderText(tpl, vars);
   } catch {
@@ -83,10 +88,15 @@ interface Rendered {
   headers: Record<string, string>;
 }
 
+function varsOf(plan: BuildPlan): Vars {
+  const vars: Vars = plan.varsJson ? JSON.parse(plan.varsJson) : {};
+  if (plan.extraVars) Object.assign(vars, plan.extraVars);
+  return vars;
+}
+
 function render(plan: BuildPlan, content: ContentRow, linkKeys: LinkKeys, links: FreshLinks): Rendered {
   if (plan.system) return { subject: content.subject, html: content.html, text: content.text ?? htmlToText(content.html), headers: {} };
-  const vars: Record<string, unknown> = plan.varsJson ? JSON.parse(plan.varsJson) : {};
-  if (plan.extraVars) Object.assign(vars, plan.extraVars);
+  const vars = varsOf(plan);
   const subject = renderSubject(content.subject, vars);
   let html = renderHtml(content.html, vars);
   let headers: Record<string, string> = {};
@@ -97,23 +107,59 @@ function render(plan: BuildPlan, content: ContentRow, linkKeys: LinkKeys, links:
 }
 
 /**
- * Renders and composes in one synchronous stretch: the rendered bodies (tens of KB of strings per
- * message) are garbage before the next await, so they never survive into the old generation.
+ * A content's skeleton (skeleton.ts), prepared when its second message is built: a content with
+ * many recipients (a campaign's) is rendered, decorated and encoded once; a one-off /v1/send content
+ * never pays for preparing one. Null when the content cannot have one (attachments, see skeleton.ts).
  */
-function compose(plan: BuildPlan, content: ContentRow, linkKeys: LinkKeys, links: FreshLinks): RawMessage {
-  const r = render(plan, content, linkKeys, links);
-  return composeMessage({
+const skeletons = new WeakMap<ContentRow, Skeleton | null | "once">();
+function skeletonOf(content: ContentRow): Skeleton | null {
+  const s = skeletons.get(content);
+  if (s === undefined) {
+    skeletons.set(content, "once");
+    return null;
+  }
+  if (s !== "once") return s;
+  const sk = attachmentsOf(content)?.length ? null : prepareSkeleton(content.html, content.text ?? textTemplateOf(content));
+  skeletons.set(content, sk);
+  return sk;
+}
+
+function headerInput(plan: BuildPlan, content: ContentRow, subject: string, headers: Record<string, string>): HeaderInput {
+  return {
     messageId: plan.messageId,
     date: new Date(plan.now),
     from: { name: content.from_name, email: content.from_email },
     to: { name: plan.toName, email: plan.toEmail },
     replyTo: content.reply_to,
-    subject: r.subject,
-    html: r.html,
-    text: r.text,
-    headers: { ...customHeadersOf(content), ...r.headers },
-    attachments: attachmentsOf(content),
-  });
+    subject,
+    headers: { ...customHeadersOf(content), ...headers },
+  };
+}
+
+/**
+ * Renders and composes in one synchronous stretch: the rendered bodies (tens of KB of strings per
+ * message) are garbage before the next await, so they never survive into the old generation.
+ */
+function compose(plan: BuildPlan, content: ContentRow, linkKeys: LinkKeys, links: FreshLinks): RawMessage {
+  const sk = plan.system ? null : skeletonOf(content);
+  if (sk) {
+    const vars = varsOf(plan);
+    const d = plan.decoration;
+    const clickBase = d?.clickBase;
+    let track: ((url: string) => string) | null = null;
+    if (d && clickBase !== undefined) {
+      const key = linkKeys.forMessage(d.projectId, d.linkGeneration, links);
+      track = (url) => clickBase + key(url);
+    }
+    const fill = { vars, decoration: d, track };
+    return composeAlternativeWith(
+      headerInput(plan, content, renderSubject(content.subject, vars), d?.headers ?? {}),
+      (w) => writeText(w, sk, fill),
+      (w) => writeHtml(w, sk, fill),
+    );
+  }
+  const r = render(plan, content, linkKeys, links);
+  return composeMessage({ ...headerInput(plan, content, r.subject, r.headers), html: r.html, text: r.text, attachments: attachmentsOf(content) });
 }
 
 export async function buildPlanned(plan: BuildPlan, content: ContentRow, linkKeys: LinkKeys, signer: Signer): Promise<BuiltMessage> {

@@ -57,7 +57,7 @@ export function rfc2822Date(d: Date): string {
   return d.toUTCString().replace(/GMT$/, "+0000");
 }
 
-function commonHeaders(input: MessageInput): string[] {
+function commonHeaders(input: HeaderInput): string[] {
   const lines = [
     headerLine("From", formatAddress(input.from)),
     headerLine("To", formatAddress(input.to)),
@@ -82,21 +82,31 @@ export interface RawMessage {
 /** Room for the DKIM-Signature header (about 600 bytes for RSA-2048) and the blank line. */
 const DKIM_ROOM = 2048;
 
+/** The headers of a message (everything but its bodies and attachments). */
+export type HeaderInput = Omit<MessageInput, "html" | "text" | "attachments">;
+
 /** The fast path: multipart/alternative with quoted-printable text and HTML. */
 export function composeAlternative(input: MessageInput): RawMessage {
+  return composeAlternativeWith(
+    input,
+    (w) => w.qp(input.text),
+    (w) => w.qp(input.html),
+  );
+}
+
+/** multipart/alternative whose quoted-printable text and HTML bodies the callers write (skeleton.ts writes prepared pieces). */
+export function composeAlternativeWith(input: HeaderInput, writeText: (w: BodyWriter) => void, writeHtml: (w: BodyWriter) => void): RawMessage {
   const boundary = `=_mailsvc_${randomBytes(12).toString("hex")}`;
   const head = commonHeaders(input);
   head.push(`Content-Type: multipart/alternative; boundary="${boundary}"`);
   const part = (type: string) => `--${boundary}\r\nContent-Type: ${type}; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n`;
   const headBlock = head.join("\r\n");
   const headroom = headBlock.length + DKIM_ROOM;
-  const body = new BodyWriter()
-    .ascii(part("text/plain"))
-    .qp(input.text)
-    .ascii("\r\n" + part("text/html"))
-    .qp(input.html)
-    .ascii(`\r\n--${boundary}--\r\n`)
-    .finish(headroom);
+  const w = new BodyWriter().ascii(part("text/plain"));
+  writeText(w);
+  w.ascii("\r\n" + part("text/html"));
+  writeHtml(w);
+  const body = w.ascii(`\r\n--${boundary}--\r\n`).finish(headroom);
   return { head: headBlock, body, headroom };
 }
 

@@ -61,14 +61,83 @@ const NO_TRACK = /\sdata-no-track\b/i;
 const HTTP_URL = /^https?:\/\/[^\s]/i;
 const ATTR_UNSAFE = /[&"<>]/;
 
+/** An `<a>`/`<area>` start tag's href attribute, as found by linkSites. */
+export interface LinkSite {
+  /** The start tag, [tagStart, tagEnd). */
+  tagStart: number;
+  tagEnd: number;
+  /** The href attribute (` href="..."`), [start, end): what tracking replaces. */
+  start: number;
+  end: number;
+  /** The attribute up to the value: ` href=`. */
+  prefix: string;
+  /** The value as written (entities not decoded), and its quote ("" when unquoted). */
+  value: string;
+  quote: string;
+}
+
 /**
- * Rewrites links and appends footer and pixel. A single regex pass over the markup (no DOM: this runs
- * once per recipient of a campaign): comments and <script>/<style> contents are stepped over.
+ * The href attributes a tracker may rewrite: one pass of a regex over the markup (no DOM: this runs
+ * once per recipient of a message that is not a campaign's); comments and <script>/<style> contents
+ * are stepped over, and tags marked `data-no-track` left out.
+ */
+export function linkSites(html: string): LinkSite[] {
+  const sites: LinkSite[] = [];
+  const re = new RegExp(SCAN);
+  let m: RegExpExecArray | null;
+  while ((m = re.exec(html))) {
+    const tag = m[0];
+    if (tag === "<!--") {
+      const end = html.indexOf("-->", m.index + 4);
+      re.lastIndex = end < 0 ? html.length : end + 3;
+      continue;
+    }
+    if (m[1]) {
+      const end = html.toLowerCase().indexOf(`</${m[1].toLowerCase()}`, re.lastIndex);
+      re.lastIndex = end < 0 ? html.length : end;
+      continue;
+    }
+    const h = HREF.exec(tag);
+    if (!h || NO_TRACK.test(tag)) continue;
+    const start = m.index + h.index;
+    sites.push({
+      tagStart: m.index,
+      tagEnd: m.index + tag.length,
+      start,
+      end: start + h[0].length,
+      prefix: h[1]!,
+      value: h[2] ?? h[3] ?? h[4] ?? "",
+      quote: h[2] !== undefined ? '"' : h[3] !== undefined ? "'" : "",
+    });
+  }
+  return sites;
+}
+
+/** The URL an href value stands for, when it is one a tracker rewrites (absolute http(s), not one of `skip`); else null. */
+export function trackableUrl(value: string, skip: readonly string[]): string | null {
+  const url = decodeEntities(value).trim();
+  return HTTP_URL.test(url) && !skip.some((p) => url.startsWith(p)) ? url : null;
+}
+
+/** The href attribute pointing at `tracked`. */
+export const trackedHref = (prefix: string, tracked: string) => `${prefix}"${ATTR_UNSAFE.test(tracked) ? escapeAttr(tracked) : tracked}"`;
+
+/** What goes before `</body>`: the footer, then the open pixel. */
+export const tailHtml = (d: Pick<HtmlDecoration, "footer" | "pixelUrl">) => (d.footer ?? "") + (d.pixelUrl ? pixelHtml(d.pixelUrl) : "");
+
+/** Where the tail goes: the last `</body` (any case), or the end. */
+export function tailAt(html: string): number {
+  const close = html.toLowerCase().lastIndexOf("</body");
+  return close < 0 ? html.length : close;
+}
+
+/**
+ * Rewrites links and appends footer and pixel.
  * Not rewritten: anything but absolute http(s) URLs (mailto:, tel:, #anchors, relative links), our
  * own subscription/tracking links, and links marked `data-no-track`.
  */
 export function decorateHtml(html: string, d: HtmlDecoration): string {
-  const tail = (d.footer ?? "") + (d.pixelUrl ? pixelHtml(d.pixelUrl) : "");
+  const tail = tailHtml(d);
   if (!tail && !d.trackUrl) return html;
   let out = html;
   if (d.trackUrl) {
@@ -76,33 +145,17 @@ export function decorateHtml(html: string, d: HtmlDecoration): string {
     const skip = d.skipPrefixes ?? [];
     const parts: string[] = [];
     let last = 0;
-    const re = new RegExp(SCAN);
-    let m: RegExpExecArray | null;
-    while ((m = re.exec(html))) {
-      const tag = m[0];
-      if (tag === "<!--") {
-        const end = html.indexOf("-->", m.index + 4);
-        re.lastIndex = end < 0 ? html.length : end + 3;
-        continue;
-      }
-      if (m[1]) {
-        const end = html.toLowerCase().indexOf(`</${m[1].toLowerCase()}`, re.lastIndex);
-        re.lastIndex = end < 0 ? html.length : end;
-        continue;
-      }
-      const h = HREF.exec(tag);
-      if (!h || NO_TRACK.test(tag)) continue;
-      const url = decodeEntities(h[2] ?? h[3] ?? h[4] ?? "").trim();
-      if (!HTTP_URL.test(url) || skip.some((p) => url.startsWith(p))) continue;
-      const tracked = track(url);
-      parts.push(html.slice(last, m.index), tag.slice(0, h.index), `${h[1]}"${ATTR_UNSAFE.test(tracked) ? escapeAttr(tracked) : tracked}"`, tag.slice(h.index + h[0].length));
-      last = m.index + tag.length;
+    for (const s of linkSites(html)) {
+      const url = trackableUrl(s.value, skip);
+      if (url === null) continue;
+      parts.push(html.slice(last, s.start), trackedHref(s.prefix, track(url)));
+      last = s.end;
     }
     if (parts.length) out = parts.join("") + html.slice(last);
   }
   if (!tail) return out;
-  const close = out.toLowerCase().lastIndexOf("</body");
-  return close < 0 ? out + tail : out.slice(0, close) + tail + out.slice(close);
+  const at = tailAt(out);
+  return out.slice(0, at) + tail + out.slice(at);
 }
 
 export function pixelHtml(url: string): string {

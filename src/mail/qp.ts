@@ -18,9 +18,14 @@ CLASS[10] = 3;
 /** Largest output of `len` input bytes (every byte as =XX, a soft break every 25 of them). */
 export const qpBound = (len: number) => len * 3 + Math.ceil(len / 24) * 3 + 8;
 
-/** Encodes `src[0..len)` into `out` at `o`; returns the new end offset. `out` must have qpBound(len) room. */
-export function qpEncodeInto(src: Uint8Array, len: number, out: Buffer, o: number): number {
-  let col = 0;
+/** The column where the last qpEncodeInto left off. */
+let endCol = 0;
+
+/**
+ * Encodes `src[0..len)` into `out` at `o`, the output line being at column `col`; returns the new end
+ * offset (the column it ends at: qpEndCol()). `out` must have qpBound(len) room.
+ */
+export function qpEncodeInto(src: Uint8Array, len: number, out: Buffer, o: number, col = 0): number {
   let prevSpace = false;
   for (let i = 0; i < len; i++) {
     const b = src[i]!;
@@ -84,7 +89,28 @@ export function qpEncodeInto(src: Uint8Array, len: number, out: Buffer, o: numbe
     col += 3;
     prevSpace = false;
   }
+  endCol = col;
   return o;
+}
+
+export const qpEndCol = () => endCol;
+
+/**
+ * Quoted-printable text prepared once and copied as it is into many messages (a campaign's literal
+ * HTML between its per-recipient parts, see skeleton.ts): encoded from column 0, so whatever comes
+ * before it must end its line (BodyWriter.qpPiece writes a soft break when it did not).
+ */
+export interface QpChunk {
+  bytes: Buffer;
+  /** The column its last line ends at. */
+  endCol: number;
+}
+
+export function qpChunk(s: string): QpChunk {
+  const src = Buffer.from(s, "utf8");
+  const out = Buffer.allocUnsafe(qpBound(src.length));
+  const n = qpEncodeInto(src, src.length, out, 0, 0);
+  return { bytes: Buffer.from(out.subarray(0, n)), endCol: endCol };
 }
 
 /**
@@ -111,12 +137,34 @@ export class BodyWriter {
   }
 
   qp(s: string): this {
+    this.qpAt(s, 0);
+    return this;
+  }
+
+  /** Quoted-printable of `s`, its first byte at column `col` of the current line; returns the column it ends at. */
+  qpAt(s: string, col: number): number {
+    if (!s) return col;
     const max = s.length * 3;
     if (BodyWriter.src.length < max) BodyWriter.src = Buffer.allocUnsafe(Math.max(max, BodyWriter.src.length * 2));
     const n = BodyWriter.src.write(s, 0, "utf8");
     this.ensure(qpBound(n));
-    this.o = qpEncodeInto(BodyWriter.src, n, BodyWriter.out, this.o);
-    return this;
+    this.o = qpEncodeInto(BodyWriter.src, n, BodyWriter.out, this.o, col);
+    return endCol;
+  }
+
+  /** A prepared chunk at column `col`: a soft line break first unless the line is empty. Returns the column it ends at. */
+  qpPiece(chunk: QpChunk, col: number): number {
+    this.ensure(chunk.bytes.length + 3);
+    const out = BodyWriter.out;
+    if (col > 0) {
+      out[this.o] = 61;
+      out[this.o + 1] = 13;
+      out[this.o + 2] = 10;
+      this.o += 3;
+    }
+    out.set(chunk.bytes, this.o);
+    this.o += chunk.bytes.length;
+    return chunk.endCol;
   }
 
   /** The body, in a new buffer with `headroom` free bytes before it (for the header block, see toWire). */

@@ -34,12 +34,12 @@ export class TemplateSyntaxError extends Error {
 
 type Alternative = { path: string[] } | { literal: string };
 
-interface Slot {
+export interface Slot {
   raw: boolean;
   alts: Alternative[];
 }
 
-type Part = string | Slot;
+export type Part = string | Slot;
 
 export interface CompiledTemplate {
   readonly source: string;
@@ -322,6 +322,12 @@ function valueOf(slot: Slot, vars: Vars): string {
     if (text !== "") return text;
   }
   return "";
+}
+
+/** One slot's value as a body shows it: HTML-escaped (`html`, unless the slot is `{{{raw}}}`) or as it is. */
+export function slotText(slot: Slot, vars: Vars, html: boolean): string {
+  const v = valueOf(slot, vars);
+  return html && !slot.raw ? escapeHtml(v) : v;
 }
 
 function asCompiled(tpl: Source): CompiledTemplate {
