@@ -13,15 +13,20 @@ declare const self: Worker;
 const contents = new ContentCache(4 * 1024 * 1024);
 
 /**
- * Every message leaves ~60 KB of dead strings (rendered and decorated bodies). Left to its own
- * heuristics JSC lets 50-80 MB of them pile up between collections (young-generation collections
- * did not free them: measured). A full collection of this small heap takes a few milliseconds and
- * pauses nobody but this thread.
+ * Every message built one at a time leaves ~60 KB of dead strings (rendered and decorated bodies).
+ * Left to its own heuristics JSC lets 50-80 MB of them pile up between collections (young-generation
+ * collections did not free them: measured). A full collection of this small heap takes a few
+ * milliseconds and pauses nobody but this thread. A message built from its content's skeleton
+ * leaves a few KB: it counts for a fifth.
  */
 const COLLECT_EVERY = 50;
 let built = 0;
-function collectSometimes() {
-  if (++built % COLLECT_EVERY === 0) fullGC();
+function collectSometimes(fromSkeleton: boolean) {
+  built += fromSkeleton ? 0.2 : 1;
+  if (built >= COLLECT_EVERY) {
+    built = 0;
+    fullGC();
+  }
 }
 
 /** Set by "init": the main thread's signer says which backend to use. */
@@ -41,11 +46,13 @@ async function build(job: BuildJob) {
   if (!content) return replies.push({ seq: job.seq, ok: false, needContent: true });
   try {
     if (!links) throw new Error("build worker not initialised");
-    replies.push(replyOf(job.seq, await buildPlanned(job.plan, content, links, signer)));
+    const built = await buildPlanned(job.plan, content, links, signer);
+    replies.push(replyOf(job.seq, built));
+    collectSometimes(!!built.fromSkeleton);
   } catch (err) {
     replies.push({ seq: job.seq, ok: false, error: String((err as Error)?.message ?? err) });
+    collectSometimes(false);
   }
-  collectSometimes();
 }
 
 self.onmessage = async (e: MessageEvent<ToWorker>) => {

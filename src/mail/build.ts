@@ -42,6 +42,8 @@ export interface BuiltMessage {
   signMs: number;
   /** Click-tracked links seen first: store them before the message leaves. */
   links: FreshLinks;
+  /** Built from its content's skeleton (a few KB of garbage, not tens). */
+  fromSkeleton?: boolean;
 }
 
 export const messageIdFor = (emailId: string, hostname: string) => `<${emailId}@${hostname}>`;
@@ -140,7 +142,7 @@ function headerInput(plan: BuildPlan, content: ContentRow, subject: string, head
  * Renders and composes in one synchronous stretch: the rendered bodies (tens of KB of strings per
  * message) are garbage before the next await, so they never survive into the old generation.
  */
-function compose(plan: BuildPlan, content: ContentRow, linkKeys: LinkKeys, links: FreshLinks): RawMessage {
+function compose(plan: BuildPlan, content: ContentRow, linkKeys: LinkKeys, links: FreshLinks): RawMessage & { fromSkeleton?: boolean } {
   const sk = plan.system ? null : skeletonOf(content);
   if (sk) {
     const vars = varsOf(plan);
@@ -152,11 +154,12 @@ function compose(plan: BuildPlan, content: ContentRow, linkKeys: LinkKeys, links
       track = (url) => clickBase + key(url);
     }
     const fill = { vars, decoration: d, track };
-    return composeAlternativeWith(
+    const msg = composeAlternativeWith(
       headerInput(plan, content, renderSubject(content.subject, vars), d?.headers ?? {}),
       (w) => writeText(w, sk, fill),
       (w) => writeHtml(w, sk, fill),
     );
+    return { ...msg, fromSkeleton: true };
   }
   const r = render(plan, content, linkKeys, links);
   return composeMessage({ ...headerInput(plan, content, r.subject, r.headers), html: r.html, text: r.text, attachments: attachmentsOf(content) });
@@ -166,7 +169,9 @@ export async function buildPlanned(plan: BuildPlan, content: ContentRow, linkKey
   const links: FreshLinks = [];
   const msg = compose(plan, content, linkKeys, links);
   const key = plan.dkim;
-  if (!key) return { raw: toSmtpData(toWire(msg)), signed: false, signMs: 0, links };
+  const plainBody = msg.plain ? msg.body.length : 0;
+  const fromSkeleton = !!msg.fromSkeleton;
+  if (!key) return { raw: toSmtpData(toWire(msg), plainBody), signed: false, signMs: 0, links, fromSkeleton };
   const t0 = performance.now();
   const prepared = prepareDkim(msg, { domain: key.domain, selector: key.selector, timeMs: plan.now });
   let leading = dkimHeader(prepared, await signer.sign(key.privateKeyPem, prepared.data));
@@ -176,5 +181,5 @@ export async function buildPlanned(plan: BuildPlan, content: ContentRow, linkKey
     leading = dkimHeader(ed, await signer.sign(key.ed25519.privateKeyPem, ed.data)) + leading;
   }
   const signMs = performance.now() - t0;
-  return { raw: toSmtpData(toWire(msg, leading)), signed: true, signMs, links };
+  return { raw: toSmtpData(toWire(msg, leading), plainBody), signed: true, signMs, links, fromSkeleton };
 }

@@ -77,6 +77,12 @@ export interface RawMessage {
   body: Buffer;
   /** Bytes before `body` in its ArrayBuffer that are ours to write (toWire puts the headers there). */
   headroom?: number;
+  /**
+   * The body is quoted-printable written by BodyWriter and part headers of ours: CRLF line ends only,
+   * no line starting with a dot, no tab, no two spaces in a row, no space before a line end. DKIM
+   * hashes it as it is and SMTP sends it as it is, without looking (dkim.ts, smtp-data.ts).
+   */
+  plain?: boolean;
 }
 
 /** Room for the DKIM-Signature header (about 600 bytes for RSA-2048) and the blank line. */
@@ -107,7 +113,7 @@ export function composeAlternativeWith(input: HeaderInput, writeText: (w: BodyWr
   w.ascii("\r\n" + part("text/html"));
   writeHtml(w);
   const body = w.ascii(`\r\n--${boundary}--\r\n`).finish(headroom);
-  return { head: headBlock, body, headroom };
+  return { head: headBlock, body, headroom, plain: true };
 }
 
 /** A Content-Type / Content-Disposition value with RFC 2231-encoded parameters when needed, folded. */

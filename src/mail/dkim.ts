@@ -96,9 +96,9 @@ const CRLF = Buffer.from("\r\n");
  * SHA-256 of the relaxed body. Our composers write CRLF line ends, and our quoted-printable never
  * has runs of whitespace or trailing spaces, so usually the bytes are hashed as they are.
  */
-function bodyHash(raw: Buffer, start = 0): string {
+function bodyHash(raw: Buffer, plain = false, start = 0): string {
   const h = createHash("sha256");
-  if (raw.indexOf("\t", start) >= 0 || raw.indexOf("  ", start) >= 0 || raw.indexOf(" \r\n", start) >= 0 || raw[raw.length - 1] === 0x20) {
+  if (!plain && raw.indexOf("\t", start) >= 0 || raw.indexOf("  ", start) >= 0 || raw.indexOf(" \r\n", start) >= 0 || raw[raw.length - 1] === 0x20) {
     return h.update(relaxedBody(raw.toString("latin1", start)), "latin1").digest("base64");
   }
   let end = raw.length;
@@ -122,7 +122,7 @@ export function prepareDkim(msg: RawMessage, p: DkimSigningParams): PreparedDkim
     // The extra h= entry matches no instance and contributes nothing to the signed data (RFC 6376 5.4.2).
     if (OVERSIGNED_HEADERS.has(n)) names.push(n);
   }
-  const bh = bodyHash(msg.body);
+  const bh = bodyHash(msg.body, msg.plain);
   const headerPrefix =
     `DKIM-Signature: v=1; a=${p.algorithm ?? "rsa-sha256"}; c=relaxed/relaxed; d=${p.domain}; q=dns/txt;\r\n` +
     ` s=${p.selector}; t=${Math.floor(p.timeMs / 1000)};\r\n` +

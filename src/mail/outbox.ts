@@ -54,7 +54,7 @@ export interface OutboxOptions {
 
 export const DEFAULT_OUTBOX_OPTIONS: OutboxOptions = {
   batchSize: 50,
-  maxInflight: 60,
+  maxInflight: 120,
   pollMs: 500,
   leaseMs: 15 * 60_000,
   projectRatePerSecond: 2000,

@@ -98,19 +98,37 @@ export const qpEndCol = () => endCol;
 /**
  * Quoted-printable text prepared once and copied as it is into many messages (a campaign's literal
  * HTML between its per-recipient parts, see skeleton.ts): encoded from column 0, so whatever comes
- * before it must end its line (BodyWriter.qpPiece writes a soft break when it did not).
+ * before it must end its line (BodyWriter.qpPiece writes a soft break when it did not). The chunks
+ * of one skeleton share one buffer (QpChunks): a few objects per content, not one per chunk.
  */
 export interface QpChunk {
-  bytes: Buffer;
+  start: number;
+  end: number;
   /** The column its last line ends at. */
   endCol: number;
 }
 
-export function qpChunk(s: string): QpChunk {
-  const src = Buffer.from(s, "utf8");
-  const out = Buffer.allocUnsafe(qpBound(src.length));
-  const n = qpEncodeInto(src, src.length, out, 0, 0);
-  return { bytes: Buffer.from(out.subarray(0, n)), endCol: endCol };
+export class QpChunks {
+  private out = Buffer.allocUnsafe(64 * 1024);
+  private o = 0;
+
+  add(s: string): QpChunk {
+    const n = BodyWriter.utf8(s);
+    const need = this.o + qpBound(n);
+    if (need > this.out.length) {
+      const bigger = Buffer.allocUnsafe(Math.max(need, this.out.length * 2));
+      this.out.copy(bigger, 0, 0, this.o);
+      this.out = bigger;
+    }
+    const start = this.o;
+    this.o = qpEncodeInto(BodyWriter.scratch, n, this.out, this.o, 0);
+    return { start, end: this.o, endCol };
+  }
+
+  /** The bytes every chunk added points into. */
+  finish(): Buffer {
+    return Buffer.from(this.out.subarray(0, this.o));
+  }
 }
 
 /**
@@ -122,6 +140,17 @@ export class BodyWriter {
   private static out = Buffer.allocUnsafe(256 * 1024);
   private static src = Buffer.allocUnsafe(64 * 1024);
   private o = 0;
+
+  /** `s` as UTF-8 in the shared scratch buffer (BodyWriter.scratch); returns its length. */
+  static utf8(s: string): number {
+    const max = s.length * 3;
+    if (BodyWriter.src.length < max) BodyWriter.src = Buffer.allocUnsafe(Math.max(max, BodyWriter.src.length * 2));
+    return BodyWriter.src.write(s, 0, "utf8");
+  }
+
+  static get scratch(): Buffer {
+    return BodyWriter.src;
+  }
 
   private ensure(extra: number) {
     if (this.o + extra <= BodyWriter.out.length) return;
@@ -144,17 +173,15 @@ export class BodyWriter {
   /** Quoted-printable of `s`, its first byte at column `col` of the current line; returns the column it ends at. */
   qpAt(s: string, col: number): number {
     if (!s) return col;
-    const max = s.length * 3;
-    if (BodyWriter.src.length < max) BodyWriter.src = Buffer.allocUnsafe(Math.max(max, BodyWriter.src.length * 2));
-    const n = BodyWriter.src.write(s, 0, "utf8");
+    const n = BodyWriter.utf8(s);
     this.ensure(qpBound(n));
     this.o = qpEncodeInto(BodyWriter.src, n, BodyWriter.out, this.o, col);
     return endCol;
   }
 
   /** A prepared chunk at column `col`: a soft line break first unless the line is empty. Returns the column it ends at. */
-  qpPiece(chunk: QpChunk, col: number): number {
-    this.ensure(chunk.bytes.length + 3);
+  qpPiece(bytes: Buffer, chunk: QpChunk, col: number): number {
+    this.ensure(chunk.end - chunk.start + 3);
     const out = BodyWriter.out;
     if (col > 0) {
       out[this.o] = 61;
@@ -162,8 +189,8 @@ export class BodyWriter {
       out[this.o + 2] = 10;
       this.o += 3;
     }
-    out.set(chunk.bytes, this.o);
-    this.o += chunk.bytes.length;
+    bytes.copy(out, this.o, chunk.start, chunk.end);
+    this.o += chunk.end - chunk.start;
     return chunk.endCol;
   }
 

@@ -12,7 +12,7 @@
 // at a time, as always): {{{raw}}} slots, a slot inside a link's tag outside its href, a slot in an
 // unquoted href, a slot right after "<" or "</".
 import { linkSites, tailAt, tailHtml, trackableUrl, trackedHref, type DecorationPlan } from "./decorate";
-import { BodyWriter, qpChunk, type QpChunk } from "./qp";
+import { QpChunks, type BodyWriter, type QpChunk } from "./qp";
 import { compile, slotText, type Part, type Slot, type Vars } from "./render";
 
 type Piece =
@@ -28,6 +28,8 @@ type Piece =
 export interface Skeleton {
   html: Piece[];
   text: Piece[];
+  /** The quoted-printable bytes the "lit" pieces point into. */
+  bytes: Buffer;
 }
 
 /** The per-recipient parts of one message. */
@@ -53,12 +55,11 @@ export function prepareSkeleton(htmlSource: string, textSource: string): Skeleto
   } catch {
     return null;
   }
-  const html = htmlPieces(htmlParts);
-  return html && { html, text: textPieces(textParts) };
-}
-
-function textPieces(parts: readonly Part[]): Piece[] {
-  return parts.map((p) => (typeof p === "string" ? { kind: "lit", chunk: qpChunk(p) } : { kind: "slot", slot: p }));
+  const chunks = new QpChunks();
+  const html = htmlPieces(htmlParts, chunks);
+  if (!html) return null;
+  const text = textParts.map((p): Piece => (typeof p === "string" ? { kind: "lit", chunk: chunks.add(p) } : { kind: "slot", slot: p }));
+  return { html, text, bytes: chunks.finish() };
 }
 
 interface Hole {
@@ -66,7 +67,7 @@ interface Hole {
   slot: Slot;
 }
 
-function htmlPieces(parts: readonly Part[]): Piece[] | null {
+function htmlPieces(parts: readonly Part[], chunks: QpChunks): Piece[] | null {
   // The markup with a placeholder for each slot.
   let m = "";
   const holes: Hole[] = [];
@@ -121,11 +122,11 @@ function htmlPieces(parts: readonly Part[]): Piece[] | null {
   const pieces: Piece[] = [];
   let pos = 0;
   for (const e of events) {
-    if (e.start > pos) pieces.push({ kind: "lit", chunk: qpChunk(m.slice(pos, e.start)) });
+    if (e.start > pos) pieces.push({ kind: "lit", chunk: chunks.add(m.slice(pos, e.start)) });
     pieces.push(e.piece);
     pos = e.end;
   }
-  if (pos < m.length) pieces.push({ kind: "lit", chunk: qpChunk(m.slice(pos)) });
+  if (pos < m.length) pieces.push({ kind: "lit", chunk: chunks.add(m.slice(pos)) });
   return pieces;
 }
 
@@ -133,15 +134,15 @@ function htmlPieces(parts: readonly Part[]): Piece[] | null {
 
 /** The HTML body, quoted-printable, into `w`. */
 export function writeHtml(w: BodyWriter, sk: Skeleton, fill: Fill): void {
-  write(w, sk.html, fill, true);
+  write(w, sk.html, sk.bytes, fill, true);
 }
 
 /** The plain-text body, quoted-printable, into `w`. */
 export function writeText(w: BodyWriter, sk: Skeleton, fill: Fill): void {
-  write(w, sk.text, fill, false);
+  write(w, sk.text, sk.bytes, fill, false);
 }
 
-function write(w: BodyWriter, pieces: Piece[], fill: Fill, html: boolean): void {
+function write(w: BodyWriter, pieces: Piece[], bytes: Buffer, fill: Fill, html: boolean): void {
   let col = 0;
   let pending = "";
   for (const p of pieces) {
@@ -150,7 +151,7 @@ function write(w: BodyWriter, pieces: Piece[], fill: Fill, html: boolean): void 
       continue;
     }
     if (pending) col = w.qpAt(pending, col), (pending = "");
-    col = w.qpPiece(p.chunk, col);
+    col = w.qpPiece(bytes, p.chunk, col);
   }
   if (pending) w.qpAt(pending, col);
 }

@@ -57,9 +57,13 @@ export function isSmtpReady(b: Buffer): boolean {
   return true;
 }
 
-/** `raw` ready for DATA (the terminating "." line is added by the client). Returns `raw` itself when it already is. */
-export function toSmtpData(raw: Buffer): Buffer {
-  if (isSmtpReady(raw)) return raw;
+/**
+ * `raw` ready for DATA (the terminating "." line is added by the client). Returns `raw` itself when it
+ * already is. `plainBody`: the length of a body known to be ready (RawMessage.plain): only the
+ * headers before it are looked at.
+ */
+export function toSmtpData(raw: Buffer, plainBody = 0): Buffer {
+  if (isSmtpReady(plainBody ? raw.subarray(0, raw.length - plainBody) : raw)) return raw;
   const out = rewrite(raw, true);
   releaseBuffer(raw);
   return out;
