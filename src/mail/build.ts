@@ -148,11 +148,7 @@ function compose(plan: BuildPlan, content: ContentRow, linkKeys: LinkKeys, links
     const vars = varsOf(plan);
     const d = plan.decoration;
     const clickBase = d?.clickBase;
-    let track: ((url: string) => string) | null = null;
-    if (d && clickBase !== undefined) {
-      const key = linkKeys.forMessage(d.projectId, d.linkGeneration, links);
-      track = (url) => clickBase + key(url);
-    }
+    const track = d && clickBase !== undefined ? { base: clickBase, key: linkKeys.forMessage(d.projectId, d.linkGeneration, links) } : null;
     const fill = { vars, decoration: d, track };
     const msg = composeAlternativeWith(
       headerInput(plan, content, renderSubject(content.subject, vars), d?.headers ?? {}),

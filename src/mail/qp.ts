@@ -5,6 +5,7 @@
 import { acquireBuffer } from "./buffers";
 
 const HEX = Buffer.from("0123456789ABCDEF", "latin1");
+const NON_ASCII = /[^\x00-\x7f]/;
 const MAX_LINE = 75; // 76 with the soft-break "="
 
 // 0: literal, 1: =XX, 2: space, 3: CR or LF
@@ -173,6 +174,14 @@ export class BodyWriter {
   /** Quoted-printable of `s`, its first byte at column `col` of the current line; returns the column it ends at. */
   qpAt(s: string, col: number): number {
     if (!s) return col;
+    if (s.length <= 4096 && !NON_ASCII.test(s)) {
+      // Short ASCII (a campaign's per-recipient parts): straight from the string, no UTF-8 copy.
+      const src = BodyWriter.src;
+      for (let i = 0; i < s.length; i++) src[i] = s.charCodeAt(i);
+      this.ensure(qpBound(s.length));
+      this.o = qpEncodeInto(src, s.length, BodyWriter.out, this.o, col);
+      return endCol;
+    }
     const n = BodyWriter.utf8(s);
     this.ensure(qpBound(n));
     this.o = qpEncodeInto(BodyWriter.src, n, BodyWriter.out, this.o, col);

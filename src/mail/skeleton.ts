@@ -36,8 +36,8 @@ export interface Skeleton {
 export interface Fill {
   vars: Vars;
   decoration: DecorationPlan | null;
-  /** The tracked URL of a link (clickBase + link key); null when clicks are not tracked. */
-  track: ((url: string) => string) | null;
+  /** Click tracking: a link becomes `base + key(url)`; null when clicks are not tracked. */
+  track: { base: string; key: (url: string) => string } | null;
 }
 
 const HOLE = "\uE000";
@@ -142,12 +142,21 @@ export function writeText(w: BodyWriter, sk: Skeleton, fill: Fill): void {
   write(w, sk.text, sk.bytes, fill, false);
 }
 
+/** Link keys are base64url: a tracked URL needs escaping in an attribute only when its base does. */
+const ATTR_SAFE = /^[^&"<>]*$/;
+
+function tracked(prefix: string, track: NonNullable<Fill["track"]>, url: string, safeBase: boolean): string {
+  const href = track.base + track.key(url);
+  return safeBase ? prefix + '"' + href + '"' : trackedHref(prefix, href);
+}
+
 function write(w: BodyWriter, pieces: Piece[], bytes: Buffer, fill: Fill, html: boolean): void {
+  const safeBase = !!fill.track && ATTR_SAFE.test(fill.track.base);
   let col = 0;
   let pending = "";
   for (const p of pieces) {
     if (p.kind !== "lit") {
-      pending += filled(p, fill, html);
+      pending += filled(p, fill, html, safeBase);
       continue;
     }
     if (pending) col = w.qpAt(pending, col), (pending = "");
@@ -156,7 +165,7 @@ function write(w: BodyWriter, pieces: Piece[], bytes: Buffer, fill: Fill, html: 
   if (pending) w.qpAt(pending, col);
 }
 
-function filled(p: Exclude<Piece, { kind: "lit" }>, fill: Fill, html: boolean): string {
+function filled(p: Exclude<Piece, { kind: "lit" }>, fill: Fill, html: boolean, safeBase: boolean): string {
   switch (p.kind) {
     case "slot":
       return slotText(p.slot, fill.vars, html);
@@ -164,13 +173,13 @@ function filled(p: Exclude<Piece, { kind: "lit" }>, fill: Fill, html: boolean): 
       return fill.decoration ? tailHtml(fill.decoration) : "";
     case "link": {
       const skip = fill.decoration?.skipPrefixes ?? [];
-      return fill.track && p.url !== null && !skip.some((s) => p.url!.startsWith(s)) ? trackedHref(p.prefix, fill.track(p.url)) : p.original;
+      return fill.track && p.url !== null && !skip.some((s) => p.url!.startsWith(s)) ? tracked(p.prefix, fill.track, p.url, safeBase) : p.original;
     }
     case "dynamic-link": {
       let value = "";
       for (const v of p.value) value += typeof v === "string" ? v : slotText(v, fill.vars, true);
       const url = fill.track ? trackableUrl(value, fill.decoration?.skipPrefixes ?? []) : null;
-      return url !== null ? trackedHref(p.prefix, fill.track!(url)) : p.prefix + p.quote + value + p.quote;
+      return url !== null ? tracked(p.prefix, fill.track!, url, safeBase) : p.prefix + p.quote + value + p.quote;
     }
   }
 }

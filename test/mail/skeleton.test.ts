@@ -91,6 +91,7 @@ const CASES: { name: string; html: string; text?: string; vars?: Record<string, 
   },
   { name: "no decoration (tracking off, transactional)", html: NEWSLETTER, d: null },
   { name: "a footer but no click tracking", html: NEWSLETTER, d: decoration({ clickBase: undefined, pixelUrl: undefined }) },
+  { name: "a click base that must be escaped in an attribute", html: NEWSLETTER, d: decoration({ clickBase: `${BASE}/t/c/?a=1&b="x"` }) },
   { name: "a plain-text template of its own", html: NEWSLETTER, text: "Hi {{firstName}}, read https://example.com/{{ id }}" },
 ];
 
