@@ -83,11 +83,31 @@ export interface LinkSite {
  */
 export function linkSites(html: string): LinkSite[] {
   const sites: LinkSite[] = [];
+  for (const t of linkTags(html)) {
+    const tag = html.slice(t.start, t.end);
+    const h = HREF.exec(tag);
+    if (!h || NO_TRACK.test(tag)) continue;
+    const start = t.start + h.index;
+    sites.push({
+      tagStart: t.start,
+      tagEnd: t.end,
+      start,
+      end: start + h[0].length,
+      prefix: h[1]!,
+      value: h[2] ?? h[3] ?? h[4] ?? "",
+      quote: h[2] !== undefined ? '"' : h[3] !== undefined ? "'" : "",
+    });
+  }
+  return sites;
+}
+
+/** Every `<a>`/`<area>` start tag, [start, end), outside comments and <script>/<style> contents. */
+export function linkTags(html: string): { start: number; end: number }[] {
+  const tags: { start: number; end: number }[] = [];
   const re = new RegExp(SCAN);
   let m: RegExpExecArray | null;
   while ((m = re.exec(html))) {
-    const tag = m[0];
-    if (tag === "<!--") {
+    if (m[0] === "<!--") {
       const end = html.indexOf("-->", m.index + 4);
       re.lastIndex = end < 0 ? html.length : end + 3;
       continue;
@@ -97,20 +117,9 @@ export function linkSites(html: string): LinkSite[] {
       re.lastIndex = end < 0 ? html.length : end;
       continue;
     }
-    const h = HREF.exec(tag);
-    if (!h || NO_TRACK.test(tag)) continue;
-    const start = m.index + h.index;
-    sites.push({
-      tagStart: m.index,
-      tagEnd: m.index + tag.length,
-      start,
-      end: start + h[0].length,
-      prefix: h[1]!,
-      value: h[2] ?? h[3] ?? h[4] ?? "",
-      quote: h[2] !== undefined ? '"' : h[3] !== undefined ? "'" : "",
-    });
+    tags.push({ start: m.index, end: m.index + m[0].length });
   }
-  return sites;
+  return tags;
 }
 
 /** The URL an href value stands for, when it is one a tracker rewrites (absolute http(s), not one of `skip`); else null. */

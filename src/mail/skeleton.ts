@@ -11,7 +11,7 @@
 // rendered message. A template where that does not hold gets no skeleton (its messages are built one
 // at a time, as always): {{{raw}}} slots, a slot inside a link's tag outside its href, a slot in an
 // unquoted href, a slot right after "<" or "</".
-import { linkSites, tailAt, tailHtml, trackableUrl, trackedHref, type DecorationPlan } from "./decorate";
+import { linkSites, linkTags, tailAt, tailHtml, trackableUrl, trackedHref, type DecorationPlan } from "./decorate";
 import { QpChunks, type BodyWriter, type QpChunk } from "./qp";
 import { compile, slotText, type Part, type Slot, type Vars } from "./render";
 
@@ -89,8 +89,14 @@ function htmlPieces(parts: readonly Part[], chunks: QpChunks): Piece[] | null {
   }
   const events: Event[] = [];
   const taken = new Set<number>();
-  for (const s of linkSites(m)) {
-    if (inside(s.tagStart, s.start) || inside(s.end, s.tagEnd)) return null;
+  const sites = linkSites(m);
+  const hrefOf = new Map(sites.map((s) => [s.tagStart, s]));
+  for (const t of linkTags(m)) {
+    // A value in a link's tag outside its href could add attributes to an unquoted one.
+    const s = hrefOf.get(t.start);
+    if (s ? inside(t.start, s.start) || inside(s.end, t.end) : inside(t.start, t.end)) return null;
+  }
+  for (const s of sites) {
     const from = s.start + s.prefix.length + s.quote.length;
     const to = s.end - s.quote.length;
     if (!inside(from, to)) {

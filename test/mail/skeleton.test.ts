@@ -120,6 +120,8 @@ describe("a content's skeleton", () => {
       `<p>{{{ rawHtml }}}</p>`,
       `<a title="{{t}}" href="https://example.com/">x</a>`,
       `<a href={{url}}>x</a>`,
+      `<a title={{t}}>no href, but a value could bring one</a>`,
+      `<a data-no-track title={{t}} href="https://example.com/">x</a>`,
       `<{{tag}} href="https://example.com/">x</a>`,
       `<a href="https://example.com/">x</a></{{tag}}>`,
       "<p>\uE000</p>",
