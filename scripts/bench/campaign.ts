@@ -221,7 +221,7 @@ while (Date.now() < deadline) {
   // Progress every ~10 s: messages delivered so far and the server's CPU per thread (a rate that falls as the campaign goes on shows here).
   if (Math.floor((Date.now() - t0) / 10_000) !== Math.floor((Date.now() - 200 - t0) / 10_000)) {
     const cpu = threadCpuDelta(cpuServer0, threadCpu(svcProc.pid));
-    console.error(`  ${((Date.now() - t0) / 1000).toFixed(0)} s: ${fmt(stats.count)} delivered; server CPU so far: ${cpu}`);
+    console.error(`  ${((Date.now() - t0) / 1000).toFixed(0)} s: ${fmt(stats.count)} delivered; RSS ${rssMb(svcProc.pid)} MB (max ${rssMax}); server CPU so far: ${cpu}`);
   }
   if (stats.count >= N) break;
 }
