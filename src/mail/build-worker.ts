@@ -4,13 +4,14 @@ import { fullGC } from "bun:jsc";
 import { buildPlanned } from "./build";
 import { Batcher, replyOf, type BuildJob, type BuildReply, type FromWorker, type ToWorker } from "./builder";
 import { releaseBuffer } from "./buffers";
-import { ContentCache } from "./content-cache";
+import { ContentCache, contentSize } from "./content-cache";
 import { Signer } from "./signer";
 import { LinkKeys } from "./tracked-links";
 
 declare const self: Worker;
 
-const contents = new ContentCache(4 * 1024 * 1024);
+// A content built more than once also holds its skeleton (skeleton.ts): about its HTML's size again.
+const contents = new ContentCache(4 * 1024 * 1024, (row) => contentSize(row) + row.html.length);
 
 /**
  * Every message built one at a time leaves ~60 KB of dead strings (rendered and decorated bodies).

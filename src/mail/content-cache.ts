@@ -11,7 +11,10 @@ export function contentSize(row: ContentRow): number {
 export class ContentCache {
   private readonly map = new Map<string, { row: ContentRow; size: number }>();
   private size = 0;
-  constructor(private readonly maxBytes: number) {}
+  constructor(
+    private readonly maxBytes: number,
+    private readonly sizeOf: (row: ContentRow) => number = contentSize,
+  ) {}
 
   get(id: string): ContentRow | undefined {
     const e = this.map.get(id);
@@ -28,7 +31,7 @@ export class ContentCache {
       this.size -= old.size;
       this.map.delete(row.id);
     }
-    const size = contentSize(row);
+    const size = this.sizeOf(row);
     this.map.set(row.id, { row, size });
     this.size += size;
     for (const [id, e] of this.map) {
