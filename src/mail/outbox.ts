@@ -40,7 +40,7 @@ export interface OutboxOptions {
   /** How often due rows (retries) are looked for when nothing wakes the loop. */
   pollMs: number;
   leaseMs: number;
-  /** Messages per second per project (token bucket, burst of one second). */
+  /** Messages per second per project (token bucket, burst of one second); Infinity: unlimited (projects still take turns). */
   projectRatePerSecond: number;
   maxConnectionsPerDestination: number;
   idleMs: number;
@@ -57,7 +57,8 @@ export const DEFAULT_OUTBOX_OPTIONS: OutboxOptions = {
   maxInflight: 120,
   pollMs: 500,
   leaseMs: 15 * 60_000,
-  projectRatePerSecond: 2000,
+  // MAILSVC_SEND_RATE sets it; unset, a project sends as fast as the engine goes.
+  projectRatePerSecond: Infinity,
   maxConnectionsPerDestination: 20,
   idleMs: 10_000,
   maxMessagesPerConnection: 1000,

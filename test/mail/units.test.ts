@@ -10,6 +10,7 @@ import { checkWorkerBuild, InlineBuilder, WorkerBuilder } from "../../src/mail/b
 import { composeAlternative, splitRaw, toWire } from "../../src/mail/compose";
 import { checkCustomHeaders } from "../../src/mail/custom-headers";
 import { dkimHeader, prepareDkim, relaxedBody } from "../../src/mail/dkim";
+import { chooseFairly, ProjectBuckets } from "../../src/mail/send-rate";
 import { htmlToText } from "../../src/mail/html-text";
 import { parseRelayUrl } from "../../src/mail/pool";
 import { qpEncode } from "../../src/mail/qp";
@@ -256,5 +257,24 @@ describe("message builders", () => {
     const r = await checkWorkerBuild({ info() {}, warn() {}, error() {}, line() {}, json() {}, flush() {}, close() {} });
     expect(r.builtIn).toBe("worker");
     expect(r.bytes).toBeGreaterThan(100);
+  });
+});
+
+describe("per-project send rate (send-rate.ts)", () => {
+  const rows = (project: string, n: number) => Array.from({ length: n }, (_, i) => ({ id: `${project}${i}`, project_id: project }));
+
+  test("projects take turns; unlimited by default (no rate holds anyone back)", () => {
+    const buckets = new ProjectBuckets(Infinity);
+    const got = chooseFairly([...rows("a", 5), ...rows("b", 2)], 4, buckets, 0);
+    expect(got).toEqual({ ids: ["a0", "b0", "a1", "b1"], limited: false });
+    // Thousands a second, round after round: never limited.
+    for (let t = 0; t < 10; t++) expect(chooseFairly(rows("a", 5000), 5000, buckets, t).limited).toBe(false);
+  });
+
+  test("a rate holds a project to that many a second, refilled as time passes", () => {
+    const buckets = new ProjectBuckets(3);
+    expect(chooseFairly(rows("a", 5), 5, buckets, 0)).toEqual({ ids: ["a0", "a1", "a2"], limited: true });
+    expect(chooseFairly(rows("a", 5), 5, buckets, 0).ids).toEqual([]);
+    expect(chooseFairly(rows("a", 5), 5, buckets, 1000).ids).toHaveLength(3);
   });
 });
