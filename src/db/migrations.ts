@@ -14,6 +14,7 @@ import m012 from "../../migrations/012_billing_uploads.sql" with { type: "text" 
 import m013 from "../../migrations/013_webhooks.sql" with { type: "text" };
 import m014 from "../../migrations/014_deliverability.sql" with { type: "text" };
 import m017 from "../../migrations/017_field_stats_guard.sql" with { type: "text" };
+import m018 from "../../migrations/018_executions_by_contact.sql" with { type: "text" };
 
 export const MIGRATIONS: { name: string; sql: string }[] = [
   { name: "001_foundation", sql: m001 },
@@ -31,4 +32,5 @@ export const MIGRATIONS: { name: string; sql: string }[] = [
   { name: "013_webhooks", sql: m013 },
   { name: "014_deliverability", sql: m014 },
   { name: "017_field_stats_guard", sql: m017 },
+  { name: "018_executions_by_contact", sql: m018 },
 ];

@@ -135,3 +135,16 @@ test("WAIT_FOR_EVENT: the awaited event of the same contact takes the event bran
   const payerContact = (await must(c.api(`/contacts?search=payer@`, { key: c.key }), 200)).data[0];
   expect(payerContact.data.outcome).toBe("paid");
 });
+
+test("deleting a contact deletes its executions, found through an index (no scan of every execution)", async () => {
+  const wf = await chain(c, [["EXIT", {}]], { eventName: "to-delete" });
+  await track(`gone@${RCPT}`, "to-delete");
+  await waitForExecutions(c, wf.id, 1);
+  const who = await must(c.api(`/contacts?search=${encodeURIComponent(`gone@${RCPT}`)}`, { key: c.key }), 200);
+  const id = who.data[0].id as string;
+  await must(c.api(`/contacts/${id}`, { method: "DELETE", key: c.key }), 204);
+  expect((await executions(c, wf.id)).total).toBe(0);
+  // SQLite's cascade looks the executions up by contact_id (migration 018).
+  const plan = env.srv.ctx.store.sqlite.query("EXPLAIN QUERY PLAN SELECT id FROM workflow_executions WHERE contact_id = ?").all("x") as { detail: string }[];
+  expect(plan.map((p) => p.detail).join(" ")).toContain("USING INDEX workflow_executions_contact (contact_id=?)");
+});
