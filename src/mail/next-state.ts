@@ -24,7 +24,9 @@ export interface AttemptRow {
 export type AttemptResult =
   | (DeliveryResult & { host?: string | null })
   | { kind: "suppressed"; reply: string }
-  | { kind: "unsendable"; reply: string };
+  | { kind: "unsendable"; reply: string }
+  /** Claimed, not yet offered to a server, and its campaign was cancelled meanwhile: never sent. */
+  | { kind: "cancelled"; reply: string };
 
 export interface RetrySchedule {
   now: number;
@@ -43,7 +45,7 @@ export interface EventRow {
   emailId: string;
 }
 
-export type OutcomeStatus = "DELIVERED" | "SENT" | "DEFERRED" | "FAILED" | "BOUNCED" | "SUPPRESSED";
+export type OutcomeStatus = "DELIVERED" | "SENT" | "DEFERRED" | "FAILED" | "BOUNCED" | "SUPPRESSED" | "CANCELLED";
 
 export interface NextState {
   id: string;
@@ -76,6 +78,10 @@ export function nextState(row: AttemptRow, result: AttemptResult, schedule: Retr
   if (result.kind === "suppressed") {
     event("email.suppressed", { ...about, reply });
     return { ...base, status: "SUPPRESSED", host: null, attempted: false };
+  }
+  if (result.kind === "cancelled") {
+    // As the campaign's queued emails the cancel turned CANCELLED: no attempt, no event.
+    return { ...base, status: "CANCELLED", host: null, attempted: false };
   }
   if (result.kind === "unsendable") {
     event("email.failed", { ...about, reply, attempt: row.attempts + 1 });

@@ -192,6 +192,10 @@ function writeOutcomes(sqlite: Database, now: number, outcomes: Settled[]): { re
     `UPDATE emails SET status = 'SUPPRESSED', last_reply = ?, lease_until = NULL, next_attempt_at = NULL, updated_at = ?
      WHERE id = ? AND status = 'SENDING'`,
   );
+  const cancelledQ = sqlite.query(
+    `UPDATE emails SET status = 'CANCELLED', last_reply = ?, lease_until = NULL, next_attempt_at = NULL, updated_at = ?
+     WHERE id = ? AND status = 'SENDING'`,
+  );
   const recorded: RecordedEvent[] = [];
   const bounced: Settled[] = [];
   sqlite.transaction(() => {
@@ -213,6 +217,9 @@ function writeOutcomes(sqlite: Database, now: number, outcomes: Settled[]): { re
           continue; // its events are recorded with its audience side
         case "SUPPRESSED":
           suppressedQ.run(s.reply, now, s.id);
+          break;
+        case "CANCELLED":
+          cancelledQ.run(s.reply, now, s.id);
           break;
       }
       for (const e of s.events) {

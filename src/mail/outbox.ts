@@ -71,6 +71,8 @@ const yieldToEventLoop = () => new Promise<void>((r) => setImmediate(r));
 /** What a claimed batch needs, looked up once for all its rows. */
 interface BatchLookups {
   contents: (id: string) => ContentRow | undefined;
+  /** Whether the email's campaign was cancelled after the email was claimed. */
+  withdrawn: (row: ClaimedEmail) => boolean;
   /** `projectId|address` of the suppressed recipients. */
   suppressed: Set<string>;
   trackingModes: Map<string, string>;
@@ -79,7 +81,14 @@ interface BatchLookups {
 /** A guard stops an email before any attempt, with the outcome it gets instead. */
 type Guard = (row: ClaimedEmail, batch: BatchLookups) => AttemptResult | null;
 
+/** An email of a campaign cancelled while it was in flight: settled CANCELLED, never sent. */
+const WITHDRAWN: AttemptResult = { kind: "cancelled", reply: "campaign cancelled before this email was sent" };
+
 const GUARDS: { name: string; check: Guard }[] = [
+  {
+    name: "campaign not cancelled",
+    check: (row, b) => (b.withdrawn(row) ? WITHDRAWN : null),
+  },
   {
     name: "suppressed address",
     check: (row, b) => (row.project_id && b.suppressed.has(`${row.project_id}|${row.to_email}`) ? { kind: "suppressed", reply: SUPPRESSED_REPLY } : null),
@@ -95,6 +104,8 @@ export class Outbox {
   private readonly store: OutboxStore;
   /** Claimed rows not yet settled, by id. */
   private readonly inflight = new Map<string, ClaimedEmail>();
+  /** Campaigns cancelled lately (id -> when): their claimed emails not yet on the wire are withdrawn. */
+  private readonly cancelledCampaigns = new Map<string, number>();
   private readonly contents = new ContentCache(2 * 1024 * 1024);
   private readonly buckets: ProjectBuckets;
   private readonly keys: SigningKeys;
@@ -291,7 +302,7 @@ export class Outbox {
     const suppressed = new Set<string>();
     for (const [pid, emails] of byProject) for (const e of await this.store.suppressedAmong(pid, emails)) suppressed.add(`${pid}|${e}`);
     const trackingModes = byProject.size ? await this.store.trackingModes([...byProject.keys()]) : new Map<string, string>();
-    return { contents: (id) => this.contents.get(id), suppressed, trackingModes };
+    return { contents: (id) => this.contents.get(id), withdrawn: (row) => this.withdrawn(row), suppressed, trackingModes };
   }
 
   /** guard: the first guard that stops the email gives its outcome. */
@@ -315,7 +326,26 @@ export class Outbox {
       return this.settle(row, { kind: "deferred", code: 0, reply, stage: "local", host: null }, { host: null, secure: false, ms: 0 });
     }
     if (this.stopped) return builder.release(built.raw);
+    if (this.withdrawn(row)) {
+      builder.release(built.raw);
+      return this.settle(row, WITHDRAWN);
+    }
     this.send(builder, row, content, built.raw);
+  }
+
+  /**
+   * A campaign was cancelled (its queued emails are CANCELLED in the same transaction): the ones
+   * claimed and not yet offered to a server are withdrawn as they reach the next step.
+   */
+  cancelCampaign(id: string): void {
+    const now = Date.now();
+    // Its claimed emails leave the pipeline within minutes at most; an hour is plenty.
+    for (const [c, at] of this.cancelledCampaigns) if (now - at > 3_600_000) this.cancelledCampaigns.delete(c);
+    this.cancelledCampaigns.set(id, now);
+  }
+
+  private withdrawn(row: ClaimedEmail): boolean {
+    return row.campaign_id !== null && this.cancelledCampaigns.size > 0 && this.cancelledCampaigns.has(row.campaign_id);
   }
 
   /** plan + build: the message's bytes, signed, its click-tracked links stored. */
@@ -342,6 +372,7 @@ export class Outbox {
       raw,
       urgent: row.source_type !== "CAMPAIGN",
       done: (result, info) => this.settle(row, { ...result, host: info.host }, info).finally(() => builder.release(raw)),
+      withdraw: () => (this.withdrawn(row) ? this.settle(row, WITHDRAWN).finally(() => builder.release(raw)) : null),
     });
   }
 
@@ -351,7 +382,7 @@ export class Outbox {
    */
   private settle(row: ClaimedEmail, result: AttemptResult, info?: DeliveryInfo): Promise<void> {
     const state = nextState(row, result, { now: this.ctx.clock.now(), delaysMs: this.ctx.config.retryScheduleMs, relay: this.relay });
-    if (state.attempted && result.kind !== "suppressed" && result.kind !== "unsendable") {
+    if (state.attempted && result.kind !== "suppressed" && result.kind !== "unsendable" && result.kind !== "cancelled") {
       const label = attemptLabel(state);
       this.ctx.metrics.deliveryAttempts.inc({ result: label });
       this.ctx.metrics.mailAttempts++;
@@ -427,6 +458,11 @@ export function outboxFor(ctx: AppContext, opts?: Partial<OutboxOptions>): Outbo
   let o = outboxes.get(ctx);
   if (!o) outboxes.set(ctx, (o = new Outbox(ctx, opts)));
   return o;
+}
+
+/** Tells the outbox a campaign was cancelled (after the cancelling transaction committed). */
+export function campaignCancelled(ctx: AppContext, campaignId: string): void {
+  outboxes.get(ctx)?.cancelCampaign(campaignId);
 }
 
 /** Tells the outbox new emails are due (call after the inserting transaction committed). */

@@ -30,6 +30,11 @@ export interface Delivery {
   urgent?: boolean;
   /** Records the outcome; resolves once it is durable. */
   done(result: DeliveryResult, info: DeliveryInfo): Promise<void>;
+  /**
+   * Asked just before the message is offered to a server: a promise (its outcome being recorded)
+   * when it is no longer to be sent (its campaign was cancelled while it waited), else null.
+   */
+  withdraw?(): Promise<void> | null;
 }
 
 export interface RelayTarget {
@@ -171,6 +176,11 @@ class Destination {
     const reusable = () => client.usable && client.transactions < this.d.maxMessages && !this.d.closing;
     while (this.queue.length && reusable()) {
       const del = this.queue.shift()!;
+      const withdrawn = del.withdraw?.();
+      if (withdrawn) {
+        withdrawn.catch((e) => this.d.opts.log.error("recording a withdrawn delivery failed", { email: del.id, error: String(e) }));
+        continue;
+      }
       const offered = client.transactions;
       const t0 = performance.now();
       this.active++;

@@ -52,7 +52,8 @@ test("a transactional send overtakes a 20k campaign; cancel during sending", asy
   expect(cancel.status).toBe(200);
   expect(cancel.body.status).toBe("CANCELLED");
   expect((await env.srv.api(`/campaigns/${c.id}/cancel`, { key, method: "POST" })).body.error.code).toBe("INVALID_STATE");
-  // Messages the outbox had already claimed (at most its in-flight cap) may still leave; then nothing more.
+  // Messages already on the wire (one per connection) may still leave; the outbox's other claimed
+  // ones are withdrawn before they are offered (CANCELLED, never sent); then nothing more.
   let previous = -1;
   const count = () => {
     const c = { previous, now: env.sink.messages.length };
@@ -60,13 +61,15 @@ test("a transactional send overtakes a 20k campaign; cancel during sending", asy
     return c;
   };
   const { now: settled } = await waitFor(count, { until: (c) => c.now === c.previous, intervalMs: 500, timeoutMs: 30_000, what: "the sink to stop receiving" });
-  expect(settled - atCancel).toBeLessThanOrEqual(DEFAULT_OUTBOX_OPTIONS.maxInflight);
+  console.log(`after the cancel: ${settled - atCancel} more messages reached the sink (in flight: up to ${DEFAULT_OUTBOX_OPTIONS.maxInflight}, connections: ${DEFAULT_OUTBOX_OPTIONS.maxConnectionsPerDestination})`);
+  expect(settled - atCancel).toBeLessThan(DEFAULT_OUTBOX_OPTIONS.maxInflight / 2);
   const cancelled = await env.srv.api(`/emails?campaignId=${c.id}&status=CANCELLED&limit=1`, { key });
   expect(cancelled.body.total).toBeGreaterThan(0);
   const delivered = await env.srv.api(`/emails?campaignId=${c.id}&status=DELIVERED&limit=1`, { key });
   // Every campaign email is either delivered or cancelled (none left queued), and the counters agree.
   const all = await env.srv.api(`/emails?campaignId=${c.id}&limit=1`, { key });
   expect(cancelled.body.total + delivered.body.total).toBe(all.body.total);
-  expect((await getCampaign(env, c.id)).deliveredCount).toBe(delivered.body.total);
+  // The counters of a 10,000+ recipient campaign may be up to a second old (README "Campaigns").
+  await waitFor(async () => (await getCampaign(env, c.id)).deliveredCount, { until: (n) => n === delivered.body.total, intervalMs: 100, timeoutMs: 10_000, what: "deliveredCount to catch up" });
   expect(settled).toBe(delivered.body.total + 1);
 }, 90_000);

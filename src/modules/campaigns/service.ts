@@ -11,7 +11,7 @@ import { badRequest, invalidState, notFound, validationError, type FieldError } 
 import { offsetPage, pick, type OffsetParams } from "../../http/pagination";
 import { insertContent, insertEmails } from "../../mail/enqueue";
 import { suppressedAmong } from "../../mail/suppressions";
-import { wakeOutbox } from "../../mail/outbox";
+import { campaignCancelled, wakeOutbox } from "../../mail/outbox";
 import { assertSenderAllowed } from "../domains/service";
 import { assertTemplateSyntax, DIRS, findTemplate, SORTS, type TemplateInput } from "../templates/service";
 import { audienceErrors, audienceHasAnyFor, audienceWhere } from "./audience";
@@ -292,6 +292,7 @@ export async function cancelCampaign(ctx: AppContext, projectId: string, id: str
     return r;
   });
   if (!row) throw invalidState("The campaign changed state meanwhile");
+  campaignCancelled(ctx, id);
   return row;
 }
 
