@@ -40,6 +40,8 @@ export interface OutboxStore {
   suppressedAmong(projectId: string, emails: string[]): Promise<Set<string>>;
   /** The tracking mode of each project (once per claimed batch, instead of a query per message). */
   trackingModes(projectIds: string[]): Promise<Map<string, string>>;
+  /** Which of these campaigns are CANCELLED (a claimed email of one is never sent, even after a restart). */
+  cancelledAmong(campaignIds: string[]): Promise<string[]>;
   /** The project whose VERIFIED domain `domain` signs the server's own account emails, if any. */
   systemSigningProject(domain: string): Promise<string | null>;
   /** Stores click-tracked links a builder reported (before a message carrying them may leave). */
@@ -66,6 +68,7 @@ export function outboxStore(ctx: AppContext): OutboxStore {
     loadContents: (ids) => exclusive((sqlite) => loadContents(sqlite, ids)),
     suppressedAmong: (projectId, emails) => exclusive((sqlite) => suppressedAmongRaw(sqlite, projectId, emails)),
     trackingModes: (projectIds) => exclusive((sqlite) => trackingModes(sqlite, projectIds)),
+    cancelledAmong: (campaignIds) => exclusive((sqlite) => cancelledAmong(sqlite, campaignIds)),
     systemSigningProject: (domain) => exclusive((sqlite) => systemSigningProject(sqlite, domain)),
     storeLinks: (projectId, links) => storeLinks(ctx, projectId, links),
     async recordOutcomes(now, outcomes) {
@@ -148,6 +151,14 @@ function trackingModes(sqlite: Database, projectIds: string[]): Map<string, stri
     .query<{ id: string; tracking: string }, [string]>("SELECT id, tracking FROM projects WHERE id IN (SELECT value FROM json_each(?))")
     .all(JSON.stringify(projectIds));
   return new Map(rows.map((r) => [r.id, r.tracking]));
+}
+
+function cancelledAmong(sqlite: Database, campaignIds: string[]): string[] {
+  if (!campaignIds.length) return [];
+  return sqlite
+    .query<{ id: string }, [string]>("SELECT id FROM campaigns WHERE status = 'CANCELLED' AND id IN (SELECT value FROM json_each(?))")
+    .all(JSON.stringify(campaignIds))
+    .map((r) => r.id);
 }
 
 function systemSigningProject(sqlite: Database, domain: string): string | null {

@@ -302,6 +302,9 @@ export class Outbox {
     const suppressed = new Set<string>();
     for (const [pid, emails] of byProject) for (const e of await this.store.suppressedAmong(pid, emails)) suppressed.add(`${pid}|${e}`);
     const trackingModes = byProject.size ? await this.store.trackingModes([...byProject.keys()]) : new Map<string, string>();
+    // A campaign cancelled in another process, or before a restart that requeued its claimed emails.
+    const campaigns = [...new Set(rows.map((r) => r.campaign_id).filter((id): id is string => id !== null))];
+    if (campaigns.length) for (const id of await this.store.cancelledAmong(campaigns)) this.cancelCampaign(id);
     return { contents: (id) => this.contents.get(id), withdrawn: (row) => this.withdrawn(row), suppressed, trackingModes };
   }
 

@@ -1,7 +1,9 @@
 // The campaign API per spec + decisions: shapes, status codes, state refusals, and delivery to the
 // smtp-server sink (recipient sets, headers and footer per type, DKIM, variables, stats).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { DeliveryEnv } from "../support/delivery";
+import { insertContent, insertEmails } from "../../src/mail/enqueue";
+import { wakeOutbox } from "../../src/mail/outbox";
+import { waitForStatus, type DeliveryEnv } from "../support/delivery";
 import { expectTimeBetween } from "../support/time";
 import { sendEnv, verifyDkim } from "../send/support";
 import { addContacts, campaignBody, createCampaign, getCampaign, RCPT, SENDER, waitForCampaign } from "./support";
@@ -241,4 +243,27 @@ describe("delivery", () => {
     expect(m.subject).toBe(`Later ann@${RCPT}`);
     expect(env.sink.messages.length).toBe(2);
   }, 30_000);
+
+  test("emails of a cancelled campaign that a restart put back in the queue are never sent: CANCELLED", async () => {
+    // A crash or SIGTERM right after a cancel requeues the emails the outbox had claimed (SENDING ->
+    // PENDING); the outbox checks the campaign's status when it claims them again.
+    const c = await createCampaign(env, { name: "Cancelled before the restart" });
+    const ctx = env.srv.ctx;
+    const now = ctx.clock.now();
+    const contentId = await ctx.db.transaction().execute(async (trx) => {
+      await trx.updateTable("campaigns").set({ status: "CANCELLED", cancelled_at: now, completed_at: now, updated_at: now }).where("id", "=", c.id).execute();
+      return insertContent(trx, now, { projectId: env.acct.projectId, subject: "Never", html: "<p>never</p>", fromEmail: `news@${SENDER}`, fromName: null, replyTo: null, type: "MARKETING" });
+    });
+    const ids = await ctx.db.transaction().execute((trx) =>
+      insertEmails(trx, now, ctx.config.hostname, [
+        { projectId: env.acct.projectId, contentId, contactId: null, toEmail: `requeued1@${RCPT}`, vars: {}, sourceType: "CAMPAIGN", campaignId: c.id },
+        { projectId: env.acct.projectId, contentId, contactId: null, toEmail: `requeued2@${RCPT}`, vars: {}, sourceType: "CAMPAIGN", campaignId: c.id },
+      ]),
+    );
+    const before = env.sink.messages.length;
+    wakeOutbox(ctx);
+    for (const id of ids) expect((await waitForStatus(env.srv, id, ["CANCELLED", "DELIVERED"])).status).toBe("CANCELLED");
+    expect(env.sink.messages.length).toBe(before);
+    expect(env.sink.byRecipient(`requeued1@${RCPT}`)).toHaveLength(0);
+  });
 });
