@@ -98,7 +98,7 @@ const CRLF = Buffer.from("\r\n");
  */
 function bodyHash(raw: Buffer, plain = false, start = 0): string {
   const h = createHash("sha256");
-  if (!plain && raw.indexOf("\t", start) >= 0 || raw.indexOf("  ", start) >= 0 || raw.indexOf(" \r\n", start) >= 0 || raw[raw.length - 1] === 0x20) {
+  if (!plain && (raw.indexOf("\t", start) >= 0 || raw.indexOf("  ", start) >= 0 || raw.indexOf(" \r\n", start) >= 0 || raw[raw.length - 1] === 0x20)) {
     return h.update(relaxedBody(raw.toString("latin1", start)), "latin1").digest("base64");
   }
   let end = raw.length;

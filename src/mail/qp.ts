@@ -24,7 +24,7 @@ let endCol = 0;
 
 /**
  * Encodes `src[0..len)` into `out` at `o`, the output line being at column `col`; returns the new end
- * offset (the column it ends at: qpEndCol()). `out` must have qpBound(len) room.
+ * offset (and leaves the column it ends at in `endCol`). `out` must have qpBound(len) room.
  */
 export function qpEncodeInto(src: Uint8Array, len: number, out: Buffer, o: number, col = 0): number {
   let prevSpace = false;
@@ -94,8 +94,6 @@ export function qpEncodeInto(src: Uint8Array, len: number, out: Buffer, o: numbe
   return o;
 }
 
-export const qpEndCol = () => endCol;
-
 /**
  * Quoted-printable text prepared once and copied as it is into many messages (a campaign's literal
  * HTML between its per-recipient parts, see skeleton.ts): encoded from column 0, so whatever comes
@@ -144,6 +142,12 @@ export class BodyWriter {
 
   /** `s` as UTF-8 in the shared scratch buffer (BodyWriter.scratch); returns its length. */
   static utf8(s: string): number {
+    if (s.length <= 4096 && !NON_ASCII.test(s)) {
+      // Short ASCII (a campaign's per-recipient parts): straight from the string, no UTF-8 encoder call.
+      const src = BodyWriter.src;
+      for (let i = 0; i < s.length; i++) src[i] = s.charCodeAt(i);
+      return s.length;
+    }
     const max = s.length * 3;
     if (BodyWriter.src.length < max) BodyWriter.src = Buffer.allocUnsafe(Math.max(max, BodyWriter.src.length * 2));
     return BodyWriter.src.write(s, 0, "utf8");
@@ -174,14 +178,6 @@ export class BodyWriter {
   /** Quoted-printable of `s`, its first byte at column `col` of the current line; returns the column it ends at. */
   qpAt(s: string, col: number): number {
     if (!s) return col;
-    if (s.length <= 4096 && !NON_ASCII.test(s)) {
-      // Short ASCII (a campaign's per-recipient parts): straight from the string, no UTF-8 copy.
-      const src = BodyWriter.src;
-      for (let i = 0; i < s.length; i++) src[i] = s.charCodeAt(i);
-      this.ensure(qpBound(s.length));
-      this.o = qpEncodeInto(src, s.length, BodyWriter.out, this.o, col);
-      return endCol;
-    }
     const n = BodyWriter.utf8(s);
     this.ensure(qpBound(n));
     this.o = qpEncodeInto(BodyWriter.src, n, BodyWriter.out, this.o, col);
