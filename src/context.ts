@@ -53,8 +53,8 @@ export interface Hooks {
   upcoming: Array<(ctx: AppContext, projectId: string, limit: number) => Promise<UpcomingItem[]>>;
   /** Bounce and complaint rates for /security (delivery engine). */
   security?: (ctx: AppContext, projectId: string) => Promise<Record<string, unknown>>;
-  /** After contact writes commit (track, send, PATCH/POST contacts, import, bulk jobs): re-evaluates tracked segments. Batched per request. */
-  contactsChanged: Array<(ctx: AppContext, projectId: string, contactIds: readonly string[], opts?: { defer?: boolean }) => Promise<void>>;
+  /** After contact writes commit (send, PATCH/POST contacts, import, bulk jobs): re-evaluates tracked segments. Batched per request. /v1/track follows them in its own transaction (audience/segments/follow.ts). */
+  contactsChanged: Array<(ctx: AppContext, projectId: string, contactIds: readonly string[]) => Promise<void>>;
   /** Whether something (an active campaign) uses a segment: a non-null answer names it and refuses DELETE /segments/:id (409). */
   /**
    * Charges n emails of a billing category inside the caller's transaction (billing module's

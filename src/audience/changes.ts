@@ -2,25 +2,23 @@ import type { AppContext } from "../context";
 
 /**
  * Tells the modules that follow contact writes (tracked segments) which contacts of a project were
- * written, after the write committed. One call per request/batch; never throws.
+ * written, after the write committed. One call per request/batch; never throws. (/v1/track does
+ * not call it: it follows tracked segments inside its own transaction, see segments/follow.ts.)
  */
-export async function contactsChanged(ctx: AppContext, projectId: string, contactIds: readonly string[], opts?: { defer?: boolean }): Promise<void> {
+export async function contactsChanged(ctx: AppContext, projectId: string, contactIds: readonly string[]): Promise<void> {
   if (!contactIds.length || !ctx.hooks.contactsChanged.length) return;
   const ids = [...new Set(contactIds)];
   for (const hook of ctx.hooks.contactsChanged) {
     try {
-      await hook(ctx, projectId, ids, opts);
+      await hook(ctx, projectId, ids);
     } catch (e) {
       ctx.log.error("contactsChanged hook failed", { projectId, error: String((e as Error)?.stack ?? e) });
     }
   }
 }
 
-/**
- * Groups written contacts by project and calls contactsChanged once per project. `defer`: the hook
- * may coalesce this with other writes of the next few milliseconds (the /v1/track hot path).
- */
-export async function contactsChangedMany(ctx: AppContext, writes: Iterable<{ projectId: string; contactId: string }>, opts?: { defer?: boolean }): Promise<void> {
+/** Groups written contacts by project and calls contactsChanged once per project. */
+export async function contactsChangedMany(ctx: AppContext, writes: Iterable<{ projectId: string; contactId: string }>): Promise<void> {
   if (!ctx.hooks.contactsChanged.length) return;
   const by = new Map<string, string[]>();
   for (const w of writes) {
@@ -28,5 +26,5 @@ export async function contactsChangedMany(ctx: AppContext, writes: Iterable<{ pr
     if (list) list.push(w.contactId);
     else by.set(w.projectId, [w.contactId]);
   }
-  for (const [projectId, ids] of by) await contactsChanged(ctx, projectId, ids, opts);
+  for (const [projectId, ids] of by) await contactsChanged(ctx, projectId, ids);
 }

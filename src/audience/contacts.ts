@@ -58,6 +58,8 @@ export interface UpsertPlan {
   flip: string | null;
   vars: Data;
   provided: Data;
+  /** Top-level data keys this write set or deleted (every stored key of a new contact). */
+  changedKeys: readonly string[];
 }
 
 /** Pure: what an upsert does to `existing` (null when the contact does not exist yet). */
@@ -72,13 +74,14 @@ export function planUpsert(existing: { subscribed: number; data: string } | null
       flip: null,
       vars: r.vars,
       provided: r.provided,
+      changedKeys: r.changedKeys,
     };
   }
   const before = existing.subscribed === 1;
   const after = input.subscribed ?? before;
   const r = applyDataRules(parseData(existing.data), input.data);
   const flip = flipEventName(before, after);
-  return { isNew: false, subscribed: after, stored: r.stored, write: r.changed || flip !== null, flip, vars: r.vars, provided: r.provided };
+  return { isNew: false, subscribed: after, stored: r.stored, write: r.changed || flip !== null, flip, vars: r.vars, provided: r.provided, changedKeys: r.changedKeys };
 }
 
 export const normalizeContactEmail = (email: string) => email.trim().toLowerCase();

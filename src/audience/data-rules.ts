@@ -34,6 +34,8 @@ export interface DataRulesResult {
   provided: Data;
   /** Whether `stored` differs from `existing`. */
   changed: boolean;
+  /** The top-level keys whose stored value was set or deleted (empty when nothing changed). */
+  changedKeys: string[];
 }
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
@@ -52,8 +54,9 @@ function sameValue(a: unknown, b: unknown): boolean {
 }
 
 export function applyDataRules(existing: Data, incoming: Data | undefined | null): DataRulesResult {
-  if (!incoming || !isPlainObject(incoming)) return { stored: existing, vars: { ...existing }, provided: {}, changed: false };
+  if (!incoming || !isPlainObject(incoming)) return { stored: existing, vars: { ...existing }, provided: {}, changed: false, changedKeys: [] };
   let stored: Data | null = null; // copied on first change
+  const changedKeys: string[] = [];
   const transient: Data = {};
   const provided: Data = {};
   let hasTransient = false;
@@ -61,11 +64,13 @@ export function applyDataRules(existing: Data, incoming: Data | undefined | null
     if (sameValue((stored ?? existing)[k], v) && Object.hasOwn(stored ?? existing, k)) return;
     stored ??= { ...existing };
     stored[k] = v;
+    changedKeys.push(k);
   };
   const del = (k: string) => {
     if (!Object.hasOwn(stored ?? existing, k)) return;
     stored ??= { ...existing };
     delete stored[k];
+    changedKeys.push(k);
   };
   for (const k of Object.keys(incoming)) {
     if (RESERVED_DATA_KEYS.has(k)) continue;
@@ -89,7 +94,7 @@ export function applyDataRules(existing: Data, incoming: Data | undefined | null
   }
   const out = stored ?? existing;
   const vars = hasTransient ? { ...out, ...transient } : { ...out };
-  return { stored: out, vars, provided, changed: stored !== null };
+  return { stored: out, vars, provided, changed: stored !== null, changedKeys };
 }
 
 // ---- edge checks (routes and import call these before anything is written) ----------------------

@@ -24,6 +24,12 @@ export interface RawUpsertResult {
   vars: Data;
   provided: Data;
   events: RecordedEvent[];
+  /** The contact's data after the write, parsed (what tracked segments evaluate in memory). */
+  stored: Data;
+  /** Top-level data keys the write set or deleted. */
+  changedKeys: readonly string[];
+  /** The subscription event the write recorded, if it flipped `subscribed`. */
+  flip: string | null;
 }
 
 export function upsertContactRaw(sqlite: Database, now: number, input: UpsertInput): RawUpsertResult {
@@ -48,7 +54,17 @@ export function upsertContactRaw(sqlite: Database, now: number, input: UpsertInp
     const eventId = insertEventRaw(sqlite, now, { projectId: input.projectId, contactId: contact.id, name: plan.flip, data });
     events.push({ projectId: input.projectId, contactId: contact.id, eventId, name: plan.flip, data });
   }
-  return { contact, isNew: plan.isNew, changed: !plan.isNew && plan.write, vars: plan.vars, provided: plan.provided, events };
+  return {
+    contact,
+    isNew: plan.isNew,
+    changed: !plan.isNew && plan.write,
+    vars: plan.vars,
+    provided: plan.provided,
+    events,
+    stored: plan.stored,
+    changedKeys: plan.changedKeys,
+    flip: plan.flip,
+  };
 }
 
 export function insertEventRaw(

@@ -2,15 +2,18 @@
  * /v1/track's write path: a micro-batcher. Requests validated at the edge are queued; one flush
  * per event-loop turn commits every pending track in ONE sqlite transaction (raw prepared
  * statements inside ctx.store.exclusive) and only then resolves each request, so a 200 still
- * means "persisted". If a batch fails as a whole it is replayed one track per transaction, so a
- * bad item only fails its own request. Events are handed to ctx.hooks.onEvent after the commit.
+ * means "persisted". The project's tracked segments follow each written contact in that same
+ * transaction (segments/follow.ts: only the segments the write can move). If a batch fails as a
+ * whole it is replayed one track per transaction, so a bad item only fails its own request.
+ * Events (segment entries/exits included) are handed to ctx.hooks.onEvent after the commit.
  */
 import type { Database } from "bun:sqlite";
 import type { AppContext } from "../context";
 import type { Data } from "./data-rules";
-import { contactsChangedMany } from "./changes";
 import { notifyEvents, type RecordedEvent } from "./events";
 import { insertEventRaw, upsertContactRaw } from "./raw";
+import { SegmentFollower, type FollowPlan } from "./segments/follow";
+import { trackFollowPlan } from "./segments/membership";
 
 export interface TrackInput {
   projectId: string;
@@ -30,8 +33,11 @@ export interface TrackResult {
   events: RecordedEvent[];
 }
 
-/** One track inside an open transaction: upsert the contact (new contacts subscribed by default), insert the event. */
-export function applyTrack(sqlite: Database, now: number, input: TrackInput): TrackResult {
+/**
+ * One track inside an open transaction: upsert the contact (new contacts subscribed by default),
+ * insert the event, then move the contact in the project's tracked segments when `follow` is given.
+ */
+export function applyTrack(sqlite: Database, now: number, input: TrackInput, follow?: { plan: FollowPlan; follower: SegmentFollower }): TrackResult {
   const r = upsertContactRaw(sqlite, now, {
     projectId: input.projectId,
     email: input.email,
@@ -43,6 +49,12 @@ export function applyTrack(sqlite: Database, now: number, input: TrackInput): Tr
   const eventId = insertEventRaw(sqlite, now, { projectId: input.projectId, contactId: r.contact.id, name: input.event, data: r.provided });
   const events = r.events;
   events.push({ projectId: input.projectId, contactId: r.contact.id, eventId, name: input.event, data: r.provided });
+  if (follow) {
+    const c = r.contact;
+    const contact = { id: c.id, email: c.email, subscribed: c.subscribed === 1, data: r.stored, createdAt: c.created_at, updatedAt: c.updated_at };
+    const recorded = r.flip ? [r.flip, input.event] : [input.event];
+    follow.follower.follow(follow.plan, contact, { isNew: r.isNew, keys: r.changedKeys, events: recorded, subscribed: r.flip !== null, updated: r.changed });
+  }
   return { contactId: r.contact.id, eventId, createdAt: now, events };
 }
 
@@ -91,23 +103,55 @@ export class TrackBatcher {
     });
   }
 
+  /** The tracked-segment plans of the batch's projects (cached; a project without any has none). */
+  private async followPlans(batch: readonly Pending[]): Promise<Map<string, FollowPlan>> {
+    const out = new Map<string, FollowPlan>();
+    for (const projectId of new Set(batch.map((p) => p.input.projectId))) {
+      try {
+        const plan = await trackFollowPlan(this.ctx, projectId);
+        if (plan) out.set(projectId, plan);
+      } catch (e) {
+        this.ctx.log.error("tracked segments unavailable", { projectId, error: String((e as Error)?.stack ?? e) });
+      }
+    }
+    return out;
+  }
+
+  /** Commits `items` in one transaction; returns each result and the segment entries/exits. */
+  private commit(items: readonly Pending[], plans: ReadonlyMap<string, FollowPlan>) {
+    return this.ctx.store.exclusive((sqlite) =>
+      sqlite.transaction(() => {
+        const now = this.ctx.clock.now();
+        const follower = new SegmentFollower(sqlite, now, (segmentId, e) =>
+          this.ctx.log.error("tracked segment evaluation failed", { segmentId, error: String((e as Error)?.stack ?? e) }),
+        );
+        const results = items.map((p) => {
+          const plan = plans.get(p.input.projectId);
+          return applyTrack(sqlite, now, p.input, plan && { plan, follower });
+        });
+        follower.finish();
+        return { results, segmentEvents: follower.events };
+      })(),
+    );
+  }
+
   private async flushAll(): Promise<void> {
     while (this.queue.length) {
       const batch = this.queue.splice(0, MAX_BATCH);
+      const plans = await this.followPlans(batch);
       const done: Array<[Pending, TrackResult]> = [];
+      const segmentEvents: RecordedEvent[] = [];
       try {
-        const now = this.ctx.clock.now();
-        const results = await this.ctx.store.exclusive((sqlite) =>
-          sqlite.transaction(() => batch.map((p) => applyTrack(sqlite, now, p.input)))(),
-        );
-        batch.forEach((p, i) => done.push([p, results[i]!]));
+        const r = await this.commit(batch, plans);
+        batch.forEach((p, i) => done.push([p, r.results[i]!]));
+        segmentEvents.push(...r.segmentEvents);
       } catch {
         // Replay one by one so only the failing track fails.
         for (const p of batch) {
           try {
-            const now = this.ctx.clock.now();
-            const r = await this.ctx.store.exclusive((sqlite) => sqlite.transaction(() => applyTrack(sqlite, now, p.input))());
-            done.push([p, r]);
+            const r = await this.commit([p], plans);
+            done.push([p, r.results[0]!]);
+            segmentEvents.push(...r.segmentEvents);
           } catch (e) {
             p.reject(e);
           }
@@ -115,16 +159,9 @@ export class TrackBatcher {
       }
       for (const [p, r] of done) p.resolve(r);
       if (done.length) this.ctx.feed.wake();
-      if (done.length && this.ctx.hooks.contactsChanged.length) {
-        // Tracked segments follow the written contacts after the commit, one pass per project and batch.
-        const n = contactsChangedMany(this.ctx, done.map(([p, r]) => ({ projectId: p.input.projectId, contactId: r.contactId })), { defer: true }).finally(() =>
-          this.notifying.delete(n),
-        );
-        this.notifying.add(n);
-      }
       if (this.ctx.hooks.onEvent) {
         // Workflows start after the commit, without holding up the next batch.
-        const n = notifyEvents(this.ctx, done.flatMap(([, r]) => r.events)).finally(() => this.notifying.delete(n));
+        const n = notifyEvents(this.ctx, [...done.flatMap(([, r]) => r.events), ...segmentEvents]).finally(() => this.notifying.delete(n));
         this.notifying.add(n);
       }
     }

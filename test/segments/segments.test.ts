@@ -318,6 +318,53 @@ describe("tracked segments", () => {
   });
 });
 
+describe("/v1/track moves tracked segments in its own transaction", () => {
+  let E: Account;
+  beforeAll(async () => {
+    E = await createAccount(srv.api);
+  }, 30_000);
+
+  test("event conditions (new and existing contacts), STATIC and DYNAMIC references, concurrent tracks of one contact", async () => {
+    const acc = E;
+    const beta = (await create(acc, { name: "Beta testers", type: "STATIC" })).body;
+    expect((await srv.api(`/segments/${beta.id}/members`, { key: acc.secretKey, body: { emails: ["beta@x.io"], createMissing: true } })).status).toBe(200);
+    const and = (...filters: unknown[]) => ({ logic: "AND", groups: [{ filters }] });
+    const engaged = (await create(acc, { name: "Engaged beta", trackMembership: true, condition: and({ field: `segment.${beta.id}`, operator: "memberOfSegment" }, { field: "event.demo", operator: "triggered" }) })).body;
+    const buyers = (await create(acc, { name: "Dutch buyers", trackMembership: true, condition: and({ field: "event.checkout", operator: "triggered" }, { field: "data.country", operator: "equals", value: "NL" }) })).body;
+    const subscribed = (await create(acc, { name: "Subscribed Dutch buyers", trackMembership: true, condition: and({ field: `segment.${buyers.id}`, operator: "memberOfSegment" }, { field: "subscribed", operator: "equals", value: true }) })).body;
+    const names = async (email: string) => {
+      const c = (await srv.api(`/contacts?search=${encodeURIComponent(email)}`, { key: acc.secretKey })).body.data[0];
+      const r = await srv.api(`/events?contactId=${c.id}&limit=100`, { key: acc.secretKey });
+      return r.body.data.map((e: any) => e.name).filter((n: string) => n.startsWith("segment.")).sort();
+    };
+    const count = async (id: string) => (await srv.api(`/segments/${id}`, { key: acc.secretKey })).body.memberCount;
+
+    // A new contact: its events are the ones this track wrote. The moves are committed with the
+    // track itself, so they are there when the 200 arrives (no waiting).
+    expect((await track(srv.api, acc.publicKey, { email: "nl@x.io", event: "checkout", data: { country: "NL" } })).status).toBe(200);
+    expect(await names("nl@x.io")).toEqual(["segment.dutch-buyers.entry", "segment.subscribed-dutch-buyers.entry"]);
+    // An existing contact (the STATIC member): the event condition is read from the database.
+    await track(srv.api, acc.publicKey, { email: "beta@x.io", event: "other" });
+    expect(await names("beta@x.io")).toEqual([]);
+    await track(srv.api, acc.publicKey, { email: "beta@x.io", event: "demo" });
+    expect(await names("beta@x.io")).toEqual(["segment.engaged-beta.entry"]);
+    // Data and subscription moves; a track that changes nothing a condition reads moves nothing.
+    await track(srv.api, acc.publicKey, { email: "nl@x.io", event: "checkout", subscribed: false });
+    expect(await names("nl@x.io")).toEqual(["segment.dutch-buyers.entry", "segment.subscribed-dutch-buyers.entry", "segment.subscribed-dutch-buyers.exit"]);
+    await track(srv.api, acc.publicKey, { email: "nl@x.io", event: "checkout", data: { country: "DE" } });
+    expect(await names("nl@x.io")).toEqual(["segment.dutch-buyers.entry", "segment.dutch-buyers.exit", "segment.subscribed-dutch-buyers.entry", "segment.subscribed-dutch-buyers.exit"]);
+    // Ten concurrent tracks of one new contact (one batch): exactly one entry per segment.
+    const rs = await Promise.all(Array.from({ length: 10 }, () => track(srv.api, acc.publicKey, { email: "burst@x.io", event: "checkout", data: { country: "NL" } })));
+    expect(rs.map((r) => r.status)).toEqual(Array(10).fill(200));
+    expect(await names("burst@x.io")).toEqual(["segment.dutch-buyers.entry", "segment.subscribed-dutch-buyers.entry"]);
+    expect([await count(engaged.id), await count(buyers.id), await count(subscribed.id)]).toEqual([1, 1, 1]);
+    // The stored membership is what compute finds: nothing to add or remove.
+    for (const s of [engaged, buyers, subscribed]) {
+      expect((await srv.api(`/segments/${s.id}/compute`, { key: acc.secretKey, method: "POST" })).body).toEqual({ added: 0, removed: 0, total: 1 });
+    }
+  });
+});
+
 describe("tracked segments follow imports and bulk jobs", () => {
   test("a CSV import and a bulk unsubscribe move contacts in and out", async () => {
     const acc = D;

@@ -15,6 +15,7 @@ import { compileFrag, fragToRaw, parseStoredCondition, resolveSegments, type Con
 import { q } from "../conditions/frag";
 import { newEventId, notifyEvents, type RecordedEvent } from "../events";
 import { segmentMemberFrag } from "./audience";
+import { followPlan, type FollowPlan } from "./follow";
 import { reevaluateRaw } from "./membership-raw";
 
 export interface TrackedSegment {
@@ -40,6 +41,25 @@ function cacheOf(ctx: AppContext) {
 /** Drops the cached list after a segment of the project was created, edited or deleted. */
 export function forgetTrackedSegments(ctx: AppContext, projectId: string): void {
   cacheOf(ctx).delete(projectId);
+  plans.get(ctx)?.delete(projectId);
+}
+
+const plans = new WeakMap<AppContext, Map<string, Promise<FollowPlan | null>>>();
+
+/** The project's tracked segments with what each reads and the segments they reference; null when it tracks none. */
+export function trackFollowPlan(ctx: AppContext, projectId: string): Promise<FollowPlan | null> {
+  let c = plans.get(ctx);
+  if (!c) plans.set(ctx, (c = new Map()));
+  let p = c.get(projectId);
+  if (!p) {
+    const cache = c;
+    p = trackedSegments(ctx, projectId).then(async (segs) =>
+      segs.length ? followPlan(projectId, segs, await resolveSegments(ctx.db, projectId, segs.map((s) => s.tree))) : null,
+    );
+    p.catch(() => cache.delete(projectId));
+    c.set(projectId, p);
+  }
+  return p;
 }
 
 export function trackedSegments(ctx: AppContext, projectId: string): Promise<TrackedSegment[]> {
@@ -214,71 +234,13 @@ export async function sweepSegments(ctx: AppContext): Promise<void> {
   }
 }
 
-// ---- coalescing (the /v1/track hot path) -------------------------------------------------------------
+// ---- the contactsChanged hook --------------------------------------------------------------------------
 
-/** Coalescing window of deferred re-evaluations: one pass per project for every track batch in it. */
-export const DEFER_MS = 25;
-
-class Deferred {
-  private pending = new Map<string, Set<string>>();
-  private timer: ReturnType<typeof setTimeout> | null = null;
-  private running: Promise<void> | null = null;
-  constructor(private readonly ctx: AppContext) {}
-
-  add(projectId: string, ids: readonly string[]) {
-    let set = this.pending.get(projectId);
-    if (!set) this.pending.set(projectId, (set = new Set()));
-    for (const id of ids) set.add(id);
-    this.timer ??= setTimeout(() => void this.run(), DEFER_MS);
-  }
-
-  private run(): Promise<void> {
-    this.timer = null;
-    if (this.running) {
-      // One pass at a time; the next one starts when this one ends.
-      this.timer = setTimeout(() => void this.run(), DEFER_MS);
-      return this.running;
-    }
-    const work = this.pending;
-    this.pending = new Map();
-    this.running = (async () => {
-      for (const [projectId, ids] of work) {
-        try {
-          await reevaluateContacts(this.ctx, projectId, [...ids]);
-        } catch (e) {
-          this.ctx.log.error("tracked segment re-evaluation failed", { projectId, error: String((e as Error)?.stack ?? e) });
-        }
-      }
-    })().finally(() => {
-      this.running = null;
-    });
-    return this.running;
-  }
-
-  /** Runs what is pending now (module stop, tests). */
-  async flush(): Promise<void> {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    while (this.running || this.pending.size) {
-      if (this.running) await this.running;
-      else await this.run();
-    }
-  }
-}
-
-const deferred = new WeakMap<AppContext, Deferred>();
-
-function deferredOf(ctx: AppContext): Deferred {
-  let d = deferred.get(ctx);
-  if (!d) deferred.set(ctx, (d = new Deferred(ctx)));
-  return d;
-}
-
-/** The contactsChanged hook: at once, or coalesced over DEFER_MS when the writer asks (`defer`). */
-export async function onContactsChanged(ctx: AppContext, projectId: string, contactIds: readonly string[], opts?: { defer?: boolean }): Promise<void> {
+/**
+ * The contactsChanged hook of every contact write but /v1/track (which follows its tracked segments
+ * inside its own transaction, see follow.ts): the written contacts, re-evaluated at once.
+ */
+export async function onContactsChanged(ctx: AppContext, projectId: string, contactIds: readonly string[]): Promise<void> {
   if (!(await trackedSegments(ctx, projectId)).length) return;
-  if (opts?.defer) deferredOf(ctx).add(projectId, contactIds);
-  else await reevaluateContacts(ctx, projectId, contactIds);
+  await reevaluateContacts(ctx, projectId, contactIds);
 }
-
-export const flushDeferredReevaluations = (ctx: AppContext) => deferredOf(ctx).flush();

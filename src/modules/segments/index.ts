@@ -1,4 +1,4 @@
-import { flushDeferredReevaluations, onContactsChanged, sweepSegments } from "../../audience/segments/membership";
+import { onContactsChanged, sweepSegments } from "../../audience/segments/membership";
 import type { ModuleDef } from "../module";
 import { segmentRoutes } from "./routes";
 import { eventUsage, fieldUsage, resetProjectSegments } from "./service";
@@ -16,8 +16,5 @@ export const segmentsModule: ModuleDef = {
     ctx.hooks.eventUsage.push(eventUsage);
     ctx.hooks.resetProject.push(resetProjectSegments);
     ctx.schedules.every("segment-sweep", ctx.config.segmentSweepIntervalMs, () => sweepSegments(ctx));
-  },
-  async stop(ctx) {
-    await flushDeferredReevaluations(ctx);
   },
 };

@@ -1,0 +1,193 @@
+/**
+ * Tracked segments follow /v1/track inside the track batch's own transaction.
+ *
+ * Pure half (table-tested in test/segments/follow.test.ts):
+ *   - `segmentDeps(tree, segments)`: what a condition reads (data keys, event names, contact
+ *     columns, stored memberships), through `segment.<id>` references to DYNAMIC segments;
+ *   - `touches(deps, change)`: whether one contact write can move a segment. A write that reaches
+ *     none of a segment's inputs cannot change its membership, so the segment is not evaluated.
+ *     Time alone (a `triggeredWithin` window closing) moves nothing here: that is the sweep's job.
+ *
+ * Then `SegmentFollower` (one per transaction, raw statements: the /v1/track hot path,
+ * scripts/bench/segments.ts) evaluates only the touched segments of a written contact:
+ *   - in memory when the condition reads no events (or the contact is new, so its events are
+ *     exactly the ones this write recorded): evaluateInMemory, property-tested against the SQL;
+ *   - otherwise with the compiled SQL for that one contact (compiled once per transaction);
+ * and diffs the results against the contact's stored memberships: member rows, entry/exit events
+ * and memberCount deltas are written in the same transaction as the track itself. Every match is
+ * decided before the first write, so the order of the segments does not matter.
+ */
+import type { Database } from "bun:sqlite";
+import { compileFrag, evaluateInMemory, parseField, type ConditionTree, type MemEvent, type SegmentDef } from "../conditions";
+import type { RecordedEvent } from "../events";
+import { insertEventRaw } from "../raw";
+import type { TrackedSegment } from "./membership";
+
+// ---- pure: what a condition reads, and what a write changes ---------------------------------------
+
+export interface Deps {
+  /** Top-level `data.<key>` keys. */
+  keys: Set<string>;
+  /** Event names of the `triggered` family (`email.*` included). */
+  events: Set<string>;
+  email: boolean;
+  subscribed: boolean;
+  createdAt: boolean;
+  updatedAt: boolean;
+  /** Reads STATIC memberships (`segment.<id>` of a STATIC segment). */
+  memberships: boolean;
+}
+
+export function segmentDeps(tree: ConditionTree | null, segments: ReadonlyMap<string, SegmentDef>): Deps {
+  const d: Deps = { keys: new Set(), events: new Set(), email: false, subscribed: false, createdAt: false, updatedAt: false, memberships: false };
+  const seen = new Set<string>();
+  const walk = (t: ConditionTree | null | undefined, depth: number) => {
+    if (!t || !Array.isArray(t.groups) || depth > 20) return;
+    for (const g of t.groups) {
+      for (const f of g?.filters ?? []) {
+        const ref = parseField(String(f?.field), String(f?.operator), "segment");
+        switch (ref?.kind) {
+          case "data":
+            d.keys.add(ref.key);
+            break;
+          case "event":
+            d.events.add(ref.name);
+            break;
+          case "email":
+          case "subscribed":
+          case "createdAt":
+          case "updatedAt":
+            d[ref.kind] = true;
+            break;
+          case "segment": {
+            const seg = segments.get(ref.id);
+            if (!seg || seen.has(ref.id)) break;
+            seen.add(ref.id);
+            if (seg.type === "STATIC") d.memberships = true;
+            else walk(seg.condition, depth + 1);
+            break;
+          }
+        }
+      }
+      walk(g?.conditions, depth + 1);
+    }
+  };
+  walk(tree, 0);
+  return d;
+}
+
+/** What one write did to a contact. */
+export interface ContactChange {
+  isNew: boolean;
+  /** Data keys set or deleted. */
+  keys: readonly string[];
+  /** Names of the events the write recorded. */
+  events: readonly string[];
+  /** `subscribed` flipped. */
+  subscribed: boolean;
+  /** The row was written (updatedAt moved). */
+  updated: boolean;
+}
+
+export function touches(d: Deps, ch: ContactChange): boolean {
+  if (ch.isNew) return true;
+  if (ch.subscribed && d.subscribed) return true;
+  if (ch.updated && d.updatedAt) return true;
+  for (const k of ch.keys) if (d.keys.has(k)) return true;
+  for (const e of ch.events) if (d.events.has(e)) return true;
+  return false;
+}
+
+// ---- the follower -----------------------------------------------------------------------------------
+
+/** A project's tracked segments, ready for the hot path (built once per segment change, see membership.ts). */
+export interface FollowPlan {
+  projectId: string;
+  tracked: ReadonlyArray<{ seg: TrackedSegment; deps: Deps }>;
+  /** Segments the tracked ones reference (transitively). */
+  segments: ReadonlyMap<string, SegmentDef>;
+}
+
+export function followPlan(projectId: string, tracked: readonly TrackedSegment[], segments: ReadonlyMap<string, SegmentDef>): FollowPlan {
+  return { projectId, segments, tracked: tracked.map((seg) => ({ seg, deps: segmentDeps(seg.tree, segments) })) };
+}
+
+/** The written contact as the follower needs it. */
+export interface WrittenContact {
+  id: string;
+  email: string;
+  subscribed: boolean;
+  data: Record<string, unknown>;
+  createdAt: number;
+  updatedAt: number;
+}
+
+const STORED = "SELECT segment_id FROM segment_members WHERE contact_id = ?";
+const ADD = "INSERT INTO segment_members (segment_id, contact_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING";
+const REMOVE = "DELETE FROM segment_members WHERE segment_id = ? AND contact_id = ?";
+const COUNT = "UPDATE segments SET member_count = member_count + ? WHERE id = ?";
+
+export class SegmentFollower {
+  /** Entry/exit events recorded (hand them to notifyEvents after the commit). */
+  readonly events: RecordedEvent[] = [];
+  private readonly deltas = new Map<string, number>();
+  private readonly compiled = new Map<string, { sql: string; params: readonly unknown[] }>();
+  /** Segments whose evaluation failed in this transaction: reported once, then skipped. */
+  private readonly failed = new Set<string>();
+
+  constructor(
+    private readonly sqlite: Database,
+    private readonly now: number,
+    private readonly onError: (segmentId: string, e: unknown) => void,
+  ) {}
+
+  /** Re-evaluates `contact` against the tracked segments `change` touches; writes the moves. */
+  follow(plan: FollowPlan, contact: WrittenContact, change: ContactChange): void {
+    const touched = plan.tracked.filter((t) => touches(t.deps, change) && !this.failed.has(t.seg.id));
+    if (!touched.length) return;
+    const stored = change.isNew ? new Set<string>() : new Set(this.sqlite.query<{ segment_id: string }, [string]>(STORED).all(contact.id).map((r) => r.segment_id));
+    const newEvents: MemEvent[] | null = change.isNew ? change.events.map((name) => ({ name, createdAt: this.now })) : null;
+    const moves: Array<{ seg: TrackedSegment; match: boolean }> = [];
+    for (const { seg, deps } of touched) {
+      let match: boolean;
+      try {
+        match =
+          deps.events.size === 0 || newEvents
+            ? evaluateInMemory(seg.tree, contact, { now: this.now, events: newEvents ?? [], memberships: stored, segments: plan.segments })
+            : this.matchesInSql(plan, seg, contact.id);
+      } catch (e) {
+        // A broken condition never fails the track; the sweep retries it.
+        this.failed.add(seg.id);
+        this.onError(seg.id, e);
+        continue;
+      }
+      if (match !== stored.has(seg.id)) moves.push({ seg, match });
+    }
+    for (const { seg, match } of moves) {
+      if (match) this.sqlite.query(ADD).run(seg.id, contact.id, this.now);
+      else this.sqlite.query(REMOVE).run(seg.id, contact.id);
+      this.deltas.set(seg.id, (this.deltas.get(seg.id) ?? 0) + (match ? 1 : -1));
+      const name = `segment.${seg.slug}.${match ? "entry" : "exit"}`;
+      const data = { segmentId: seg.id, segmentName: seg.name };
+      const eventId = insertEventRaw(this.sqlite, this.now, { projectId: plan.projectId, contactId: contact.id, name, data });
+      this.events.push({ projectId: plan.projectId, contactId: contact.id, eventId, name, data });
+    }
+  }
+
+  /** Writes the memberCount deltas; call once, last, inside the same transaction. */
+  finish(): void {
+    for (const [id, d] of this.deltas) if (d) this.sqlite.query(COUNT).run(d, id);
+    this.deltas.clear();
+  }
+
+  private matchesInSql(plan: FollowPlan, seg: TrackedSegment, contactId: string): boolean {
+    let c = this.compiled.get(seg.id);
+    if (!c) {
+      const f = compileFrag(seg.tree, { projectId: plan.projectId, now: this.now, segments: plan.segments, shape: "row" });
+      c = { sql: `SELECT CASE WHEN ${f.sql} THEN 1 ELSE 0 END AS m FROM contacts c WHERE c.id = ?`, params: f.params };
+      this.compiled.set(seg.id, c);
+    }
+    const row = this.sqlite.query<{ m: number }, any[]>(c.sql).get(...(c.params as any[]), contactId);
+    return Number(row?.m) === 1;
+  }
+}

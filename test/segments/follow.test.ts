@@ -1,0 +1,58 @@
+// The pure half of segments/follow.ts: what a condition reads (segmentDeps) and whether one contact
+// write can move it (touches). /v1/track evaluates only the segments a write touches.
+import { describe, expect, test } from "bun:test";
+import type { ConditionTree, SegmentDef } from "../../src/audience/conditions";
+import { segmentDeps, touches, type ContactChange } from "../../src/audience/segments/follow";
+
+const and = (...filters: Array<{ field: string; operator: string; value?: unknown; unit?: string }>): ConditionTree => ({ logic: "AND", groups: [{ filters }] });
+const segments = new Map<string, SegmentDef>([
+  ["dyn", { id: "dyn", type: "DYNAMIC", condition: and({ field: "data.tier", operator: "equals", value: "gold" }, { field: "email.open", operator: "triggered" }) }],
+  ["loop", { id: "loop", type: "DYNAMIC", condition: and({ field: "segment.loop", operator: "memberOfSegment" }, { field: "updatedAt", operator: "within", value: 1, unit: "days" }) }],
+  ["static", { id: "static", type: "STATIC", condition: null }],
+]);
+
+describe("segmentDeps", () => {
+  const cases: Array<[string, ConditionTree, Partial<Record<string, unknown>>]> = [
+    ["data keys and events", and({ field: "data.plan", operator: "equals", value: "pro" }, { field: "event.purchase", operator: "triggeredWithin", value: 7, unit: "days" }), { keys: ["plan"], events: ["purchase"] }],
+    ["contact columns", and({ field: "email", operator: "endsWith", value: "@x.io" }, { field: "subscribed", operator: "equals", value: true }, { field: "createdAt", operator: "olderThan", value: 1, unit: "days" }), { email: true, subscribed: true, createdAt: true }],
+    ["email.* events by their event name", and({ field: "email.click", operator: "notTriggered" }), { events: ["email.click"] }],
+    ["a DYNAMIC reference reads what its condition reads", and({ field: "segment.dyn", operator: "memberOfSegment" }), { keys: ["tier"], events: ["email.open"] }],
+    ["a STATIC reference reads stored memberships", and({ field: "segment.static", operator: "notMemberOfSegment" }), { memberships: true }],
+    ["a self-reference ends", and({ field: "segment.loop", operator: "memberOfSegment" }), { updatedAt: true }],
+    ["a missing segment reads nothing", and({ field: "segment.gone", operator: "memberOfSegment" }), {}],
+    ["nested groups", { logic: "OR", groups: [{ filters: [], conditions: and({ field: "data.a", operator: "exists" }) }, { filters: [{ field: "data.b", operator: "notExists" }] }] }, { keys: ["a", "b"] }],
+  ];
+  for (const [name, tree, want] of cases) {
+    test(name, () => {
+      const d = segmentDeps(tree, segments);
+      expect({ keys: [...d.keys].sort(), events: [...d.events].sort(), email: d.email, subscribed: d.subscribed, createdAt: d.createdAt, updatedAt: d.updatedAt, memberships: d.memberships }).toEqual({
+        keys: [],
+        events: [],
+        email: false,
+        subscribed: false,
+        createdAt: false,
+        updatedAt: false,
+        memberships: false,
+        ...want,
+      });
+    });
+  }
+});
+
+describe("touches", () => {
+  const deps = segmentDeps(and({ field: "data.plan", operator: "equals", value: "pro" }, { field: "event.purchase", operator: "triggered" }), segments);
+  const change = (c: Partial<ContactChange>): ContactChange => ({ isNew: false, keys: [], events: [], subscribed: false, updated: false, ...c });
+  const cases: Array<[string, ContactChange, boolean, ReturnType<typeof segmentDeps>?]> = [
+    ["a new contact touches every segment", change({ isNew: true }), true],
+    ["a read data key changed", change({ keys: ["visits", "plan"], updated: true }), true],
+    ["only other keys changed", change({ keys: ["visits"], updated: true }), false],
+    ["a read event recorded", change({ events: ["purchase"] }), true],
+    ["another event recorded", change({ events: ["login"] }), false],
+    ["a subscription flip, condition ignores it", change({ subscribed: true, events: ["contact.unsubscribed"], updated: true }), false],
+    ["a subscription flip, condition reads it", change({ subscribed: true, updated: true }), true, segmentDeps(and({ field: "subscribed", operator: "equals", value: true }), segments)],
+    ["a written row moves updatedAt", change({ updated: true }), true, segmentDeps(and({ field: "updatedAt", operator: "within", value: 1, unit: "hours" }), segments)],
+    ["an unwritten row does not", change({ events: ["x"] }), false, segmentDeps(and({ field: "updatedAt", operator: "within", value: 1, unit: "hours" }), segments)],
+    ["email and createdAt never change on a track", change({ keys: ["a"], events: ["b"], updated: true, subscribed: true }), false, segmentDeps(and({ field: "email", operator: "contains", value: "x" }, { field: "createdAt", operator: "within", value: 1, unit: "days" }), segments)],
+  ];
+  for (const [name, ch, want, d] of cases) test(name, () => expect(touches(d ?? deps, ch)).toBe(want));
+});
