@@ -5,7 +5,7 @@
 //    (bar: within 30 s). Ceiling: the same rows written by raw bun:sqlite, one transaction each.
 // 2. /v1/track throughput without workflows, then with an enabled workflow per tracked event name
 //    (CONDITION then SEND_EMAIL), in a child process under autocannon, alternating BENCH_ROUNDS
-//    times (default 2) (bar: >= 70% of the runs without, p99 < 25 ms in every run); afterwards
+//    times (default 3) (bar: >= 70% of the runs without, p99 < 25 ms in every run); afterwards
 //    every triggered execution must exist (counted).
 import { join } from "node:path";
 import { ManualClock } from "../../src/clock";
@@ -181,9 +181,9 @@ async function trackRun(withWorkflows: boolean) {
 }
 
 async function tracking() {
-  // Alternating runs (without, with) BENCH_ROUNDS times (default 2), each a fresh server: a run-to-run
+  // Alternating runs (without, with) BENCH_ROUNDS times (default 3), each a fresh server: a run-to-run
   // spread of ~20% on this machine would otherwise decide the ratio. Throughput: the summed rates.
-  const rounds = Number(process.env.BENCH_ROUNDS ?? 2);
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
   const without: Awaited<ReturnType<typeof trackRun>>[] = [];
   const withWf: Awaited<ReturnType<typeof trackRun>>[] = [];
   for (let r = 0; r < rounds; r++) {
