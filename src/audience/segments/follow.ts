@@ -18,7 +18,7 @@
  * decided before the first write, so the order of the segments does not matter.
  */
 import type { Database } from "bun:sqlite";
-import { compileFrag, evaluateInMemory, parseField, type ConditionTree, type MemEvent, type SegmentDef } from "../conditions";
+import { compileFrag, evaluateInMemory, parseField, type ConditionTree, type MemContact, type MemEvent, type SegmentDef } from "../conditions";
 import type { RecordedEvent } from "../events";
 import { insertEventRaw } from "../raw";
 import type { TrackedSegment } from "./membership";
@@ -112,16 +112,6 @@ export function followPlan(projectId: string, tracked: readonly TrackedSegment[]
   return { projectId, segments, tracked: tracked.map((seg) => ({ seg, deps: segmentDeps(seg.tree, segments) })) };
 }
 
-/** The written contact as the follower needs it. */
-export interface WrittenContact {
-  id: string;
-  email: string;
-  subscribed: boolean;
-  data: Record<string, unknown>;
-  createdAt: number;
-  updatedAt: number;
-}
-
 const STORED = "SELECT segment_id FROM segment_members WHERE contact_id = ?";
 const ADD = "INSERT INTO segment_members (segment_id, contact_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING";
 const REMOVE = "DELETE FROM segment_members WHERE segment_id = ? AND contact_id = ?";
@@ -142,7 +132,7 @@ export class SegmentFollower {
   ) {}
 
   /** Re-evaluates `contact` against the tracked segments `change` touches; writes the moves. */
-  follow(plan: FollowPlan, contact: WrittenContact, change: ContactChange): void {
+  follow(plan: FollowPlan, contact: MemContact, change: ContactChange): void {
     const touched = plan.tracked.filter((t) => touches(t.deps, change) && !this.failed.has(t.seg.id));
     if (!touched.length) return;
     const stored = change.isNew ? new Set<string>() : new Set(this.sqlite.query<{ segment_id: string }, [string]>(STORED).all(contact.id).map((r) => r.segment_id));
