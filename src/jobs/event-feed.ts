@@ -50,9 +50,10 @@ export interface EventFeedOptions {
   /**
    * Rounds start at least this far apart while events keep coming: one round takes what several
    * would have (each round pays a transaction, its commit and every consumer's look-ups). Default 25 ms:
-   * against 10 ms, /v1/track with a workflow on every event kept 77-80% of its rate without workflows
-   * instead of 67-73% (scripts/bench/workflows.ts), and the tail case of scripts/bench/track.ts had p99
-   * 22.7-23.2 ms instead of 26 ms. An event reaches its consumers at most ~25 ms later under load.
+   * against 10 ms, /v1/track with a workflow on every event kept 69-82.5% of its rate without workflows
+   * (four runs, three at 73% or more) instead of 67-73% (scripts/bench/workflows.ts), and the tail case of
+   * scripts/bench/track.ts had p99 22.7-23.2 ms instead of 26 ms. An event reaches its consumers up to
+   * ~25 ms later under load.
    */
   minGapMs?: number;
   /**
