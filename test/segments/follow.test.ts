@@ -1,8 +1,10 @@
 // The pure half of segments/follow.ts: what a condition reads (segmentDeps) and whether one contact
-// write can move it (touches). /v1/track evaluates only the segments a write touches.
+// write can move it (touches). /v1/track evaluates only the segments a write touches. Then the
+// follower itself on a real database, against the compiled SQL.
 import { describe, expect, test } from "bun:test";
 import type { ConditionTree, SegmentDef } from "../../src/audience/conditions";
-import { segmentDeps, touches, type ContactChange } from "../../src/audience/segments/follow";
+import { followPlan, SegmentFollower, segmentDeps, touches, type ContactChange } from "../../src/audience/segments/follow";
+import { Audience, PROJECT, type Seed } from "./support";
 
 const and = (...filters: Array<{ field: string; operator: string; value?: unknown; unit?: string }>): ConditionTree => ({ logic: "AND", groups: [{ filters }] });
 const segments = new Map<string, SegmentDef>([
@@ -55,4 +57,55 @@ describe("touches", () => {
     ["email and createdAt never change on a track", change({ keys: ["a"], events: ["b"], updated: true, subscribed: true }), false, segmentDeps(and({ field: "email", operator: "contains", value: "x" }, { field: "createdAt", operator: "within", value: 1, unit: "days" }), segments)],
   ];
   for (const [name, ch, want, d] of cases) test(name, () => expect(touches(d ?? deps, ch)).toBe(want));
+});
+
+describe("SegmentFollower on a real database", () => {
+  test("existing contacts with old and recent events: the stored membership is what the compiled SQL selects", () => {
+    const DAY = 86_400_000;
+    const now = Date.UTC(2024, 5, 15, 12);
+    const ages = [null, 1, 3, 6.9, 7.1, 20, 400];
+    const contacts: Seed["contacts"] = [];
+    const events: Seed["events"] = [];
+    ages.forEach((purchase, i) =>
+      ages.forEach((login, j) => {
+        const id = `c${i}${j}`;
+        contacts.push({ id, email: `${id}@x.io`, subscribed: (i + j) % 2 === 0, data: { plan: i % 2 ? "pro" : "free" }, createdAt: now - 500 * DAY, updatedAt: now - DAY });
+        // Several events per name: only the newest may decide.
+        if (purchase !== null) for (const k of [0, 30, 90]) events.push({ contactId: id, name: "purchase", createdAt: now - (purchase + k) * DAY });
+        if (login !== null) for (const k of [0, 2]) events.push({ contactId: id, name: "email.open", createdAt: now - (login + k) * DAY });
+      }),
+    );
+    const aud = new Audience({ contacts, events, segments: [], members: [] });
+    try {
+      const within = (op: string) => ({ field: "event.purchase", operator: op, value: 7, unit: "days" });
+      const trees: ConditionTree[] = [
+        and({ field: "event.purchase", operator: "triggered" }),
+        and({ field: "email.open", operator: "notTriggered" }),
+        and(within("triggeredWithin")),
+        and(within("triggeredOlderThan")),
+        and(within("notTriggeredWithin")),
+        { logic: "OR", groups: [{ filters: [{ field: "data.plan", operator: "equals", value: "pro" }, { field: "email.open", operator: "triggeredWithin", value: 2, unit: "days" }] }, { filters: [within("triggeredOlderThan"), { field: "subscribed", operator: "equals", value: true }] }] },
+      ];
+      const tracked = trees.map((tree, i) => ({ id: `T${i}`, slug: `t${i}`, name: `T${i}`, tree }));
+      for (const t of tracked) aud.sqlite.query("INSERT INTO segments (id, project_id, name, slug, type, condition, track_membership, created_at, updated_at) VALUES (?, ?, ?, ?, 'DYNAMIC', ?, 1, 0, 0)").run(t.id, PROJECT, t.name, t.slug, JSON.stringify(t.tree));
+      const plan = followPlan(PROJECT, tracked, new Map());
+      const follower = new SegmentFollower(aud.sqlite, now, (_, e) => {
+        throw e;
+      });
+      aud.sqlite.transaction(() => {
+        for (const c of contacts) follower.follow(plan, c, { isNew: false, keys: ["plan"], events: ["purchase", "email.open"], subscribed: true, updated: true });
+        follower.finish();
+      })();
+      for (const t of tracked) {
+        const stored = aud.sqlite.query<{ contact_id: string }, [string]>("SELECT contact_id FROM segment_members WHERE segment_id = ? ORDER BY contact_id").all(t.id).map((r) => r.contact_id);
+        const sql = aud.sqlIds(t.tree, { now });
+        expect({ segment: t.id, stored }).toEqual({ segment: t.id, stored: sql });
+        expect(sql.length).toBeGreaterThan(0);
+        expect(sql.length).toBeLessThan(contacts.length);
+        expect(follower.events.filter((e) => e.name === `segment.${t.slug}.entry`).length).toBe(sql.length);
+      }
+    } finally {
+      aud.close();
+    }
+  });
 });

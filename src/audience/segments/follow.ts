@@ -12,7 +12,8 @@
  * scripts/bench/segments.ts) evaluates only the touched segments of a written contact:
  *   - in memory when the condition reads no events (or the contact is new, so its events are
  *     exactly the ones this write recorded): evaluateInMemory, property-tested against the SQL;
- *   - otherwise with the compiled SQL for that one contact (compiled once per transaction);
+ *   - otherwise with the compiled SQL for that one contact: ONE query whatever the number of such
+ *     segments (a CASE column each, compiled once per transaction);
  * and diffs the results against the contact's stored memberships: member rows, entry/exit events
  * and memberCount deltas are written in the same transaction as the track itself. Every match is
  * decided before the first write, so the order of the segments does not matter.
@@ -138,18 +139,26 @@ export class SegmentFollower {
     const stored = change.isNew ? new Set<string>() : new Set(this.sqlite.query<{ segment_id: string }, [string]>(STORED).all(contact.id).map((r) => r.segment_id));
     const newEvents: MemEvent[] | null = change.isNew ? change.events.map((name) => ({ name, createdAt: this.now })) : null;
     const moves: Array<{ seg: TrackedSegment; match: boolean }> = [];
+    const inSql = newEvents ? [] : touched.filter((t) => t.deps.events.size > 0).map((t) => t.seg);
+    let sqlMatches: boolean[] = [];
+    try {
+      sqlMatches = this.matchInSql(plan, inSql, contact.id);
+    } catch (e) {
+      this.fail(inSql, e);
+    }
     for (const { seg, deps } of touched) {
       let match: boolean;
-      try {
-        match =
-          deps.events.size === 0 || newEvents
-            ? evaluateInMemory(seg.tree, contact, { now: this.now, events: newEvents ?? [], memberships: stored, segments: plan.segments })
-            : this.matchesInSql(plan, seg, contact.id);
-      } catch (e) {
-        // A broken condition never fails the track; the sweep retries it.
-        this.failed.add(seg.id);
-        this.onError(seg.id, e);
-        continue;
+      if (!newEvents && deps.events.size > 0) {
+        const k = inSql.indexOf(seg);
+        if (k >= sqlMatches.length) continue; // its query failed
+        match = sqlMatches[k]!;
+      } else {
+        try {
+          match = evaluateInMemory(seg.tree, contact, { now: this.now, events: newEvents ?? [], memberships: stored, segments: plan.segments });
+        } catch (e) {
+          this.fail([seg], e);
+          continue;
+        }
       }
       if (match !== stored.has(seg.id)) moves.push({ seg, match });
     }
@@ -170,14 +179,31 @@ export class SegmentFollower {
     this.deltas.clear();
   }
 
-  private matchesInSql(plan: FollowPlan, seg: TrackedSegment, contactId: string): boolean {
-    let c = this.compiled.get(seg.id);
-    if (!c) {
-      const f = compileFrag(seg.tree, { projectId: plan.projectId, now: this.now, segments: plan.segments, shape: "row" });
-      c = { sql: `SELECT CASE WHEN ${f.sql} THEN 1 ELSE 0 END AS m FROM contacts c WHERE c.id = ?`, params: f.params };
-      this.compiled.set(seg.id, c);
+  /** A broken condition never fails the track: reported once per transaction, skipped; the sweep retries it. */
+  private fail(segs: readonly TrackedSegment[], e: unknown) {
+    for (const seg of segs) {
+      this.failed.add(seg.id);
+      this.onError(seg.id, e);
     }
-    const row = this.sqlite.query<{ m: number }, any[]>(c.sql).get(...(c.params as any[]), contactId);
-    return Number(row?.m) === 1;
+  }
+
+  /** Whether the contact matches each of `segs`: one query, a CASE column per segment. */
+  private matchInSql(plan: FollowPlan, segs: readonly TrackedSegment[], contactId: string): boolean[] {
+    if (!segs.length) return [];
+    const key = segs.map((s) => s.id).join(" ");
+    let c = this.compiled.get(key);
+    if (!c) {
+      const cols: string[] = [];
+      const params: unknown[] = [];
+      segs.forEach((seg, k) => {
+        const f = compileFrag(seg.tree, { projectId: plan.projectId, now: this.now, segments: plan.segments, shape: "row" });
+        cols.push(`CASE WHEN ${f.sql} THEN 1 ELSE 0 END AS m${k}`);
+        params.push(...f.params);
+      });
+      c = { sql: `SELECT ${cols.join(", ")} FROM contacts c WHERE c.id = ?`, params };
+      this.compiled.set(key, c);
+    }
+    const row = this.sqlite.query<Record<string, number>, any[]>(c.sql).get(...(c.params as any[]), contactId);
+    return segs.map((_, k) => Number(row?.[`m${k}`]) === 1);
   }
 }
