@@ -236,13 +236,14 @@ export function insertExecutionsRaw(sqlite: Database, rows: ExecutionRow[]): voi
 }
 
 /**
- * Whether the contact entered the workflow before: ever (`once`, no re-entry) or in an execution still
- * active. The per-pair form of the trigger consumer's batch look-up, raw on the feed transaction's
- * connection (scripts/bench/workflows.ts: the batch's variable IN lists were compiled and prepared anew each time).
+ * Which of `contactIds` entered the workflow before: ever (`once`, no re-entry) or in an execution
+ * still active. One look-up per workflow and feed round (the contacts go in as one JSON array), raw on
+ * the feed transaction's connection: every triggered start passes here (scripts/bench/workflows.ts).
  */
-export function enteredRaw(sqlite: Database, workflowId: string, contactId: string, once: boolean): boolean {
-  const q = once
-    ? sqlite.query<{ one: number }, [string, string]>("SELECT 1 AS one FROM workflow_executions WHERE workflow_id = ? AND contact_id = ? LIMIT 1")
-    : sqlite.query<{ one: number }, [string, string]>("SELECT 1 AS one FROM workflow_executions WHERE workflow_id = ? AND contact_id = ? AND status IN ('RUNNING', 'WAITING') LIMIT 1");
-  return q.get(workflowId, contactId) !== null;
+export function enteredAmongRaw(sqlite: Database, workflowId: string, contactIds: readonly string[], once: boolean): Set<string> {
+  if (!contactIds.length) return new Set();
+  const sql = once
+    ? "SELECT DISTINCT contact_id FROM workflow_executions WHERE workflow_id = ? AND contact_id IN (SELECT value FROM json_each(?))"
+    : "SELECT DISTINCT contact_id FROM workflow_executions WHERE workflow_id = ? AND contact_id IN (SELECT value FROM json_each(?)) AND status IN ('RUNNING', 'WAITING')";
+  return new Set(sqlite.query<{ contact_id: string }, [string, string]>(sql).all(workflowId, JSON.stringify(contactIds)).map((r) => r.contact_id));
 }

@@ -9,7 +9,7 @@ import type { AppContext } from "../context";
 import type { DB } from "../db";
 import type { FeedEvent } from "../jobs/event-feed";
 import { insertExecutionsInFeed, STEP_JOB, type StartInput, type StepJobPayload } from "./executor";
-import { claimTurn, dropJob, enteredRaw, updateExecution } from "./store";
+import { claimTurn, dropJob, enteredAmongRaw, updateExecution } from "./store";
 
 export const FEED_CONSUMER = "workflows";
 
@@ -63,20 +63,25 @@ export async function onFeedEvents(ctx: AppContext, trx: Transaction<DB>, events
       wrote = true;
     }
   }
-  // Starts: every (enabled workflow, event) pair, minus contacts that may not enter (one indexed
-  // look-up per pair; entries made by this batch count too).
+  // Starts: every (enabled workflow, event) pair, minus contacts that may not enter (one look-up per
+  // workflow for the batch's contacts; entries made by this batch count too).
   const pairs = events.flatMap((ev) => workflows.filter((wf) => wf.trigger_event === ev.name && wf.project_id === ev.projectId).map((wf) => ({ wf, ev })));
   if (pairs.length) {
     // Raw look-ups and inserts on the feed transaction's own connection (it holds the database until it
     // commits): every triggered start passes here (scripts/bench/workflows.ts).
     const sqlite = ctx.store.sqlite;
+    const before = new Map<string, Set<string>>();
+    for (const wf of new Set(pairs.map((p) => p.wf))) {
+      const contactIds = [...new Set(pairs.filter((p) => p.wf === wf).map((p) => p.ev.contactId))];
+      before.set(wf.id, enteredAmongRaw(sqlite, wf.id, contactIds, wf.allow_reentry !== 1));
+    }
     const entered = new Set<string>();
     const starts: StartInput[] = [];
     for (const { wf, ev } of pairs) {
       const key = `${wf.id}:${ev.contactId}`;
       if (entered.has(key)) continue;
       entered.add(key);
-      if (enteredRaw(sqlite, wf.id, ev.contactId, wf.allow_reentry !== 1)) continue;
+      if (before.get(wf.id)!.has(ev.contactId)) continue;
       starts.push({ projectId: ev.projectId, workflowId: wf.id, entryStepId: wf.entry_step_id, contactId: ev.contactId, event: { id: ev.id, name: ev.name, data: ev.data ?? {} } });
     }
     insertExecutionsInFeed(ctx, starts, now);
