@@ -19,10 +19,10 @@
  * decided before the first write, so the order of the segments does not matter.
  */
 import type { Database } from "bun:sqlite";
-import { compileFrag, evaluateInMemory, parseField, type ConditionTree, type MemContact, type MemEvent, type SegmentDef } from "../conditions";
+import { evaluateInMemory, parseField, type ConditionTree, type MemContact, type MemEvent, type SegmentDef } from "../conditions";
 import type { RecordedEvent } from "../events";
-import { insertEventRaw } from "../raw";
 import type { TrackedSegment } from "./membership";
+import { addToCountsRaw, matchColumns, writeMoveRaw } from "./membership-raw";
 
 // ---- pure: what a condition reads, and what a write changes ---------------------------------------
 
@@ -114,9 +114,6 @@ export function followPlan(projectId: string, tracked: readonly TrackedSegment[]
 }
 
 const STORED = "SELECT segment_id FROM segment_members WHERE contact_id = ?";
-const ADD = "INSERT INTO segment_members (segment_id, contact_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING";
-const REMOVE = "DELETE FROM segment_members WHERE segment_id = ? AND contact_id = ?";
-const COUNT = "UPDATE segments SET member_count = member_count + ? WHERE id = ?";
 
 export class SegmentFollower {
   /** Entry/exit events recorded (hand them to notifyEvents after the commit). */
@@ -163,19 +160,14 @@ export class SegmentFollower {
       if (match !== stored.has(seg.id)) moves.push({ seg, match });
     }
     for (const { seg, match } of moves) {
-      if (match) this.sqlite.query(ADD).run(seg.id, contact.id, this.now);
-      else this.sqlite.query(REMOVE).run(seg.id, contact.id);
+      this.events.push(writeMoveRaw(this.sqlite, plan.projectId, this.now, seg, contact.id, match));
       this.deltas.set(seg.id, (this.deltas.get(seg.id) ?? 0) + (match ? 1 : -1));
-      const name = `segment.${seg.slug}.${match ? "entry" : "exit"}`;
-      const data = { segmentId: seg.id, segmentName: seg.name };
-      const eventId = insertEventRaw(this.sqlite, this.now, { projectId: plan.projectId, contactId: contact.id, name, data });
-      this.events.push({ projectId: plan.projectId, contactId: contact.id, eventId, name, data });
     }
   }
 
   /** Writes the memberCount deltas; call once, last, inside the same transaction. */
   finish(): void {
-    for (const [id, d] of this.deltas) if (d) this.sqlite.query(COUNT).run(d, id);
+    addToCountsRaw(this.sqlite, this.deltas);
     this.deltas.clear();
   }
 
@@ -193,14 +185,8 @@ export class SegmentFollower {
     const key = segs.map((s) => s.id).join(" ");
     let c = this.compiled.get(key);
     if (!c) {
-      const cols: string[] = [];
-      const params: unknown[] = [];
-      segs.forEach((seg, k) => {
-        const f = compileFrag(seg.tree, { projectId: plan.projectId, now: this.now, segments: plan.segments, shape: "row" });
-        cols.push(`CASE WHEN ${f.sql} THEN 1 ELSE 0 END AS m${k}`);
-        params.push(...f.params);
-      });
-      c = { sql: `SELECT ${cols.join(", ")} FROM contacts c WHERE c.id = ?`, params };
+      const cols = matchColumns(segs, { projectId: plan.projectId, now: this.now, segments: plan.segments });
+      c = { sql: `SELECT ${cols.sql} FROM contacts c WHERE c.id = ?`, params: cols.params };
       this.compiled.set(key, c);
     }
     const row = this.sqlite.query<Record<string, number>, any[]>(c.sql).get(...(c.params as any[]), contactId);

@@ -1,8 +1,9 @@
 /**
- * Raw bun:sqlite sibling of reevaluateContacts (membership.ts) for the /v1/track hot path
+ * Raw bun:sqlite sibling of reevaluateContacts (membership.ts) for the hot paths
  * (scripts/bench/segments.ts): the same query and diff as prepared statements with constant SQL
  * text (id lists go in as one JSON array through json_each), run inside ctx.store.exclusive in ONE
- * transaction, like the track batcher itself.
+ * transaction. matchColumns, writeMoveRaw and addToCountsRaw are shared with /v1/track's follower
+ * (follow.ts).
  */
 import type { Database } from "bun:sqlite";
 import { compileFrag, type SegmentDef } from "../conditions";
@@ -16,6 +17,33 @@ const ADD = "INSERT INTO segment_members (segment_id, contact_id, created_at) VA
 const REMOVE = "DELETE FROM segment_members WHERE segment_id = ? AND contact_id = ?";
 const COUNT = "UPDATE segments SET member_count = member_count + ? WHERE id = ?";
 
+/** Select columns over contacts `c`: `m<k>` is 1 when the contact matches segs[k], else 0. */
+export function matchColumns(segs: readonly TrackedSegment[], ctx: { projectId: string; now: number; segments: ReadonlyMap<string, SegmentDef> }): { sql: string; params: unknown[] } {
+  const cols: string[] = [];
+  const params: unknown[] = [];
+  segs.forEach((s, k) => {
+    const f = compileFrag(s.tree, { ...ctx, shape: "row" });
+    cols.push(`CASE WHEN ${f.sql} THEN 1 ELSE 0 END AS m${k}`);
+    params.push(...f.params);
+  });
+  return { sql: cols.join(", "), params };
+}
+
+/** One move of a contact: its member row added (`match`) or removed, and its entry/exit event. */
+export function writeMoveRaw(sqlite: Database, projectId: string, now: number, seg: TrackedSegment, contactId: string, match: boolean): RecordedEvent {
+  if (match) sqlite.query(ADD).run(seg.id, contactId, now);
+  else sqlite.query(REMOVE).run(seg.id, contactId);
+  const name = `segment.${seg.slug}.${match ? "entry" : "exit"}`;
+  const data = { segmentId: seg.id, segmentName: seg.name };
+  const eventId = insertEventRaw(sqlite, now, { projectId, contactId, name, data });
+  return { projectId, contactId, eventId, name, data };
+}
+
+/** memberCount += delta for each segment id (zero deltas skipped). */
+export function addToCountsRaw(sqlite: Database, deltas: Iterable<[string, number]>): void {
+  for (const [id, d] of deltas) if (d) sqlite.query(COUNT).run(d, id);
+}
+
 /** Diffs `ids` against every tracked segment and writes membership rows and entry/exit events. Call inside a transaction. */
 export function reevaluateRaw(
   sqlite: Database,
@@ -25,38 +53,24 @@ export function reevaluateRaw(
   segments: ReadonlyMap<string, SegmentDef>,
   ids: readonly string[],
 ): RecordedEvent[] {
-  const cols: string[] = [];
-  const params: unknown[] = [];
-  segs.forEach((s, k) => {
-    const f = compileFrag(s.tree, { projectId, now, segments, shape: "row" });
-    cols.push(`CASE WHEN ${f.sql} THEN 1 ELSE 0 END AS m${k}`);
-    params.push(...f.params);
-  });
-  const select = `SELECT c.id AS id, ${cols.join(", ")} FROM contacts c WHERE c.project_id = ? AND c.id IN (SELECT value FROM json_each(?))`;
-  const rows = sqlite.query<Record<string, number | string>, any[]>(select).all(...(params as any[]), projectId, JSON.stringify(ids));
+  const cols = matchColumns(segs, { projectId, now, segments });
+  const select = `SELECT c.id AS id, ${cols.sql} FROM contacts c WHERE c.project_id = ? AND c.id IN (SELECT value FROM json_each(?))`;
+  const rows = sqlite.query<Record<string, number | string>, any[]>(select).all(...(cols.params as any[]), projectId, JSON.stringify(ids));
   const stored = sqlite
     .query<{ segment_id: string; contact_id: string }, [string, string]>(STORED)
     .all(JSON.stringify(ids), JSON.stringify(segs.map((s) => s.id)));
   const storedSet = new Set(stored.map((r) => `${r.segment_id} ${r.contact_id}`));
   const events: RecordedEvent[] = [];
-  const deltas = new Array<number>(segs.length).fill(0);
+  const deltas = new Map<string, number>();
   for (const row of rows) {
     const cid = row.id as string;
     segs.forEach((s, k) => {
       const match = Number(row[`m${k}`]) === 1;
-      const was = storedSet.has(`${s.id} ${cid}`);
-      if (match === was) return;
-      if (match) sqlite.query(ADD).run(s.id, cid, now);
-      else sqlite.query(REMOVE).run(s.id, cid);
-      deltas[k]! += match ? 1 : -1;
-      const name = `segment.${s.slug}.${match ? "entry" : "exit"}`;
-      const data = { segmentId: s.id, segmentName: s.name };
-      const eventId = insertEventRaw(sqlite, now, { projectId, contactId: cid, name, data });
-      events.push({ projectId, contactId: cid, eventId, name, data });
+      if (match === storedSet.has(`${s.id} ${cid}`)) return;
+      events.push(writeMoveRaw(sqlite, projectId, now, s, cid, match));
+      deltas.set(s.id, (deltas.get(s.id) ?? 0) + (match ? 1 : -1));
     });
   }
-  deltas.forEach((d, k) => {
-    if (d) sqlite.query(COUNT).run(d, segs[k]!.id);
-  });
+  addToCountsRaw(sqlite, deltas);
   return events;
 }

@@ -28,61 +28,46 @@ export interface TrackedSegment {
 export const entryEvent = (slug: string) => `segment.${slug}.entry`;
 export const exitEvent = (slug: string) => `segment.${slug}.exit`;
 
-// ---- the per-project list of tracked DYNAMIC segments (read on every contact write) ----------------
-
-const caches = new WeakMap<AppContext, Map<string, Promise<TrackedSegment[]>>>();
-
-function cacheOf(ctx: AppContext) {
-  let c = caches.get(ctx);
-  if (!c) caches.set(ctx, (c = new Map()));
-  return c;
-}
-
-/** Drops the cached list after a segment of the project was created, edited or deleted. */
-export function forgetTrackedSegments(ctx: AppContext, projectId: string): void {
-  cacheOf(ctx).delete(projectId);
-  plans.get(ctx)?.delete(projectId);
-}
+// ---- the project's tracked DYNAMIC segments (read on every contact write) ------------------------------
 
 const plans = new WeakMap<AppContext, Map<string, Promise<FollowPlan | null>>>();
 
-/** The project's tracked segments with what each reads and the segments they reference; null when it tracks none. */
+/** Drops the cached plan after a segment of the project was created, edited or deleted. */
+export function forgetTrackedSegments(ctx: AppContext, projectId: string): void {
+  plans.get(ctx)?.delete(projectId);
+}
+
+/**
+ * The project's tracked DYNAMIC segments, what each reads and the segments they reference
+ * (follow.ts); null when it tracks none. Cached until forgetTrackedSegments.
+ */
 export function trackFollowPlan(ctx: AppContext, projectId: string): Promise<FollowPlan | null> {
-  let c = plans.get(ctx);
-  if (!c) plans.set(ctx, (c = new Map()));
-  let p = c.get(projectId);
+  let cache = plans.get(ctx);
+  if (!cache) plans.set(ctx, (cache = new Map()));
+  let p = cache.get(projectId);
   if (!p) {
-    const cache = c;
-    p = trackedSegments(ctx, projectId).then(async (segs) =>
-      segs.length ? followPlan(projectId, segs, await resolveSegments(ctx.db, projectId, segs.map((s) => s.tree))) : null,
-    );
-    p.catch(() => cache.delete(projectId));
-    c.set(projectId, p);
+    p = loadFollowPlan(ctx, projectId);
+    const c = cache;
+    p.catch(() => c.delete(projectId));
+    cache.set(projectId, p);
   }
   return p;
 }
 
-export function trackedSegments(ctx: AppContext, projectId: string): Promise<TrackedSegment[]> {
-  const cache = cacheOf(ctx);
-  let p = cache.get(projectId);
-  if (!p) {
-    p = ctx.db
-      .selectFrom("segments")
-      .select(["id", "slug", "name", "condition"])
-      .where("project_id", "=", projectId)
-      .where("track_membership", "=", 1)
-      .where("type", "=", "DYNAMIC")
-      .execute()
-      .then((rows) =>
-        rows.flatMap((r) => {
-          const tree = parseStoredCondition(r.condition);
-          return tree ? [{ id: r.id, slug: r.slug, name: r.name, tree }] : [];
-        }),
-      );
-    p.catch(() => cache.delete(projectId));
-    cache.set(projectId, p);
-  }
-  return p;
+async function loadFollowPlan(ctx: AppContext, projectId: string): Promise<FollowPlan | null> {
+  const rows = await ctx.db
+    .selectFrom("segments")
+    .select(["id", "slug", "name", "condition"])
+    .where("project_id", "=", projectId)
+    .where("track_membership", "=", 1)
+    .where("type", "=", "DYNAMIC")
+    .execute();
+  const segs = rows.flatMap((r) => {
+    const tree = parseStoredCondition(r.condition);
+    return tree ? [{ id: r.id, slug: r.slug, name: r.name, tree }] : [];
+  });
+  if (!segs.length) return null;
+  return followPlan(projectId, segs, await resolveSegments(ctx.db, projectId, segs.map((s) => s.tree)));
 }
 
 // ---- writing a membership diff ------------------------------------------------------------------
@@ -138,13 +123,13 @@ export async function writeMembershipChanges(trx: Transaction<DB>, projectId: st
  * feed is woken. Nothing at all when the project tracks no segment.
  */
 export async function reevaluateContacts(ctx: AppContext, projectId: string, contactIds: readonly string[]): Promise<void> {
-  const segs = await trackedSegments(ctx, projectId);
-  if (!segs.length || !contactIds.length) return;
+  const plan = await trackFollowPlan(ctx, projectId);
+  if (!plan || !contactIds.length) return;
+  const segs = plan.tracked.map((t) => t.seg);
   const events: RecordedEvent[] = [];
   for (let i = 0; i < contactIds.length; i += CHUNK) {
     const ids = contactIds.slice(i, i + CHUNK);
-    const segments = await resolveSegments(ctx.db, projectId, segs.map((s) => s.tree));
-    const recorded = await ctx.store.exclusive((sqlite) => sqlite.transaction(() => reevaluateRaw(sqlite, projectId, ctx.clock.now(), segs, segments, ids))());
+    const recorded = await ctx.store.exclusive((sqlite) => sqlite.transaction(() => reevaluateRaw(sqlite, projectId, ctx.clock.now(), segs, plan.segments, ids))());
     events.push(...recorded);
   }
   if (events.length) await notifyEvents(ctx, events);
@@ -240,7 +225,4 @@ export async function sweepSegments(ctx: AppContext): Promise<void> {
  * The contactsChanged hook of every contact write but /v1/track (which follows its tracked segments
  * inside its own transaction, see follow.ts): the written contacts, re-evaluated at once.
  */
-export async function onContactsChanged(ctx: AppContext, projectId: string, contactIds: readonly string[]): Promise<void> {
-  if (!(await trackedSegments(ctx, projectId)).length) return;
-  await reevaluateContacts(ctx, projectId, contactIds);
-}
+export const onContactsChanged = (ctx: AppContext, projectId: string, contactIds: readonly string[]): Promise<void> => reevaluateContacts(ctx, projectId, contactIds);
