@@ -324,10 +324,10 @@ function valueOf(slot: Slot, vars: Vars): string {
   return "";
 }
 
-/** One slot's value as a body shows it: HTML-escaped (`html`, unless the slot is `{{{raw}}}`) or as it is. */
-export function slotText(slot: Slot, vars: Vars, html: boolean): string {
+/** One slot's value as a body shows it: through `escape` (unless the slot is `{{{raw}}}`), or as it is. */
+export function slotText(slot: Slot, vars: Vars, escape: ((s: string) => string) | null): string {
   const v = valueOf(slot, vars);
-  return html && !slot.raw ? escapeHtml(v) : v;
+  return escape && !slot.raw ? escape(v) : v;
 }
 
 function asCompiled(tpl: Source): CompiledTemplate {
@@ -344,11 +344,7 @@ function render(tpl: Source, vars: Vars, escape: ((s: string) => string) | null)
   let out = "";
   for (let i = 0; i < parts.length; i++) {
     const p = parts[i]!;
-    if (typeof p === "string") out += p;
-    else {
-      const v = valueOf(p, vars);
-      out += escape && !p.raw ? escape(v) : v;
-    }
+    out += typeof p === "string" ? p : slotText(p, vars, escape);
   }
   return out;
 }

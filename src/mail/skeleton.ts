@@ -13,7 +13,7 @@
 // unquoted href, a slot right after "<" or "</".
 import { linkSites, linkTags, tailAt, tailHtml, trackableUrl, trackedHref, type DecorationPlan } from "./decorate";
 import { QpChunks, type BodyWriter, type QpChunk } from "./qp";
-import { compile, slotText, type Part, type Slot, type Vars } from "./render";
+import { compile, escapeHtml, slotText, type Part, type Slot, type Vars } from "./render";
 
 type Piece =
   | { kind: "lit"; chunk: QpChunk }
@@ -174,7 +174,7 @@ function write(w: BodyWriter, pieces: Piece[], bytes: Buffer, fill: Fill, html: 
 function filled(p: Exclude<Piece, { kind: "lit" }>, fill: Fill, html: boolean, safeBase: boolean): string {
   switch (p.kind) {
     case "slot":
-      return slotText(p.slot, fill.vars, html);
+      return slotText(p.slot, fill.vars, html ? escapeHtml : null);
     case "tail":
       return fill.decoration ? tailHtml(fill.decoration) : "";
     case "link": {
@@ -183,7 +183,7 @@ function filled(p: Exclude<Piece, { kind: "lit" }>, fill: Fill, html: boolean, s
     }
     case "dynamic-link": {
       let value = "";
-      for (const v of p.value) value += typeof v === "string" ? v : slotText(v, fill.vars, true);
+      for (const v of p.value) value += typeof v === "string" ? v : slotText(v, fill.vars, escapeHtml);
       const url = fill.track ? trackableUrl(value, fill.decoration?.skipPrefixes ?? []) : null;
       return url !== null ? tracked(p.prefix, fill.track!, url, safeBase) : p.prefix + p.quote + value + p.quote;
     }
