@@ -70,11 +70,14 @@ export async function onFeedEvents(ctx: AppContext, trx: Transaction<DB>, events
     // Raw look-ups and inserts on the feed transaction's own connection (it holds the database until it
     // commits): every triggered start passes here (scripts/bench/workflows.ts).
     const sqlite = ctx.store.sqlite;
-    const before = new Map<string, Set<string>>();
-    for (const wf of new Set(pairs.map((p) => p.wf))) {
-      const contactIds = [...new Set(pairs.filter((p) => p.wf === wf).map((p) => p.ev.contactId))];
-      before.set(wf.id, enteredAmongRaw(sqlite, wf.id, contactIds, wf.allow_reentry !== 1));
+    const contactsOf = new Map<(typeof workflows)[number], Set<string>>();
+    for (const { wf, ev } of pairs) {
+      const set = contactsOf.get(wf);
+      if (set) set.add(ev.contactId);
+      else contactsOf.set(wf, new Set([ev.contactId]));
     }
+    const before = new Map<string, Set<string>>();
+    for (const [wf, ids] of contactsOf) before.set(wf.id, enteredAmongRaw(sqlite, wf.id, [...ids], wf.allow_reentry !== 1));
     const entered = new Set<string>();
     const starts: StartInput[] = [];
     for (const { wf, ev } of pairs) {
