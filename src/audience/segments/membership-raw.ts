@@ -17,6 +17,9 @@ const ADD = "INSERT INTO segment_members (segment_id, contact_id, created_at) VA
 const REMOVE = "DELETE FROM segment_members WHERE segment_id = ? AND contact_id = ?";
 const COUNT = "UPDATE segments SET member_count = member_count + ? WHERE id = ?";
 
+export const entryEvent = (slug: string) => `segment.${slug}.entry`;
+export const exitEvent = (slug: string) => `segment.${slug}.exit`;
+
 /** Select columns over contacts `c`: `m<k>` is 1 when the contact matches segs[k], else 0. */
 export function matchColumns(segs: readonly TrackedSegment[], ctx: { projectId: string; now: number; segments: ReadonlyMap<string, SegmentDef> }): { sql: string; params: unknown[] } {
   const cols: string[] = [];
@@ -33,7 +36,7 @@ export function matchColumns(segs: readonly TrackedSegment[], ctx: { projectId: 
 export function writeMoveRaw(sqlite: Database, projectId: string, now: number, seg: TrackedSegment, contactId: string, match: boolean): RecordedEvent {
   if (match) sqlite.query(ADD).run(seg.id, contactId, now);
   else sqlite.query(REMOVE).run(seg.id, contactId);
-  const name = `segment.${seg.slug}.${match ? "entry" : "exit"}`;
+  const name = match ? entryEvent(seg.slug) : exitEvent(seg.slug);
   const data = { segmentId: seg.id, segmentName: seg.name };
   const eventId = insertEventRaw(sqlite, now, { projectId, contactId, name, data });
   return { projectId, contactId, eventId, name, data };

@@ -16,7 +16,7 @@ import { q } from "../conditions/frag";
 import { newEventId, notifyEvents, type RecordedEvent } from "../events";
 import { segmentMemberFrag } from "./audience";
 import { followPlan, type FollowPlan } from "./follow";
-import { reevaluateRaw } from "./membership-raw";
+import { entryEvent, exitEvent, reevaluateRaw } from "./membership-raw";
 
 export interface TrackedSegment {
   id: string;
@@ -25,8 +25,6 @@ export interface TrackedSegment {
   tree: ConditionTree;
 }
 
-export const entryEvent = (slug: string) => `segment.${slug}.entry`;
-export const exitEvent = (slug: string) => `segment.${slug}.exit`;
 
 // ---- the project's tracked DYNAMIC segments (read on every contact write) ------------------------------
 
