@@ -8,6 +8,7 @@
 //   bun scripts/bench/track.ts [seconds=10]
 import { basename, join } from "node:path";
 import { createProject, fmt, openMigrated, startBenchServer, tempDb } from "./audience-helpers";
+import { threadCpu, threadCpuDelta } from "./lib";
 
 const seconds = Number(process.argv[2] ?? 10);
 const CONNECTIONS = 50;
@@ -218,12 +219,16 @@ Bun.serve({ port: ${port}, hostname: "127.0.0.1", async fetch(req) {
   const t = tempDb();
   const project = await createProject(t.db);
   const srv = await startBenchServer(t.db, {}, { cpu: "0" });
+  const cpu0 = threadCpu(srv.pid);
   const svc = await wrk(srv.url + "/v1/track", project.public);
+  // Who used the one core: the event loop, the WAL checkpointer, the GC's and JIT's threads.
+  const cpuShare = threadCpuDelta(cpu0, threadCpu(srv.pid));
   await srv.stop();
   t.cleanup();
   luaDir.cleanup();
   console.log(`/v1/track tail case: wrk -c50 (core 1), random contact of 100,000, random data, server pinned to core 0, ${TAIL_SECONDS}s`);
   console.log(`  service : ${fmt(svc.rps)} req/s, p50 ${svc.p50.toFixed(2)} ms, p99 ${svc.p99.toFixed(2)} ms, max ${svc.max.toFixed(1)} ms, errors ${svc.errors}`);
+  console.log(`  server CPU per thread during the run (warm-up included): ${cpuShare}`);
   console.log(`  ceiling : ${fmt(bare.rps)} req/s, p50 ${bare.p50.toFixed(2)} ms, p99 ${bare.p99.toFixed(2)} ms, max ${bare.max.toFixed(1)} ms (bare Bun.serve, one raw transaction per request, same pinning)`);
   console.log(`  bar     : service p99 < 15 ms -> ${svc.p99 < 15 && svc.errors === 0 ? "PASS" : "FAIL"}; throughput ${fmt(svc.rps / bare.rps, 2)}x the ceiling (machine load average ${require("node:os").loadavg()[0].toFixed(1)})`);
 }

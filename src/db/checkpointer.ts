@@ -4,8 +4,13 @@
  *
  * A checkpoint copies WAL pages into the database file and fsyncs it (~17 µs per dirty page on our
  * disks: 1,000 pages ~17 ms). Run by the writer's auto-checkpoint it stalls the event loop and every
- * request in flight (the /v1/track p99). So the worker backfills every intervalMs (PASSIVE: never
- * blocks the writer). But under a steady stream of commits the WAL never rewinds by itself: SQLite
+ * request in flight (the /v1/track p99). So the worker backfills (PASSIVE: never blocks the writer)
+ * every 10 ms while commits keep coming, backing off to 100 ms when idle. Short passes matter as
+ * much as passes off the event loop: on a machine where the server shares one core, the kernel runs
+ * a pass in slices of several ms while the event loop waits, so a pass's length is a stall of every
+ * request in flight. Every 100 ms a pass took ~13 ms under /v1/track load (p99 20-22 ms in
+ * scripts/bench/track.ts's one-core tail case); every 10 ms ~2 ms (p99 12.9-13.9 ms, throughput
+ * -7-10%: pages written again between passes are checkpointed again). But under a steady stream of commits the WAL never rewinds by itself: SQLite
  * restarts it from the top only when a write transaction begins while every frame is backfilled,
  * and some commit always lands between the worker's pass and the next transaction.
  *
@@ -23,8 +28,20 @@ const WORKER_SOURCE = `
 import { Database } from "bun:sqlite";
 let db = null;
 let timer = null;
+let prevLog = -1;
 const pass = () => {
   try { return db ? db.query("PRAGMA wal_checkpoint(PASSIVE)").get() : null; } catch { return null; }
+};
+// While commits keep coming a pass every minMs (each one short: it is how long the event loop, on a
+// shared core, may wait for it); with nothing new the wait doubles up to maxMs.
+const tick = (m, waitMs) => {
+  timer = setTimeout(() => {
+    const r = pass();
+    const busy = !!r && r.log !== prevLog;
+    if (r && busy) postMessage({ type: "frames", log: r.log, checkpointed: r.checkpointed });
+    prevLog = r ? r.log : -1;
+    tick(m, busy ? m.minMs : Math.min(m.maxMs, waitMs * 2));
+  }, waitMs);
 };
 self.onmessage = (e) => {
   const m = e.data;
@@ -33,10 +50,7 @@ self.onmessage = (e) => {
       db = new Database(m.path);
       db.exec("PRAGMA busy_timeout = 0");
     } catch { db = null; }
-    timer = setInterval(() => {
-      const r = pass();
-      if (r) postMessage({ type: "frames", log: r.log, checkpointed: r.checkpointed });
-    }, m.intervalMs);
+    tick(m, m.minMs);
   } else if (m.type === "catchup") {
     // Passes until few frames are left (the writer goes on meanwhile), at most 8.
     let r = pass();
@@ -46,7 +60,7 @@ self.onmessage = (e) => {
     const r = pass();
     postMessage({ type: "final", id: m.id, log: r ? r.log : -1, checkpointed: r ? r.checkpointed : -1 });
   } else if (m.type === "stop") {
-    if (timer) clearInterval(timer);
+    if (timer) clearTimeout(timer);
     try { db && db.close(); } catch {}
     db = null;
     const flag = new Int32Array(m.flag);
@@ -59,8 +73,10 @@ self.onmessage = (e) => {
 let workerUrl: string | null = null;
 
 export interface CheckpointerOptions {
-  /** How often the worker backfills (PASSIVE). */
-  intervalMs?: number;
+  /** How often the worker backfills (PASSIVE) while commits keep coming. */
+  minIntervalMs?: number;
+  /** ... and at most how long it waits when nothing was committed since its last pass. */
+  maxIntervalMs?: number;
   /** WAL size (frames) above which the WAL is rewound; 0: never (the writer's auto-checkpoint does it). */
   rewindFrames?: number;
   /** Frames the catch-up may leave for the final pass, which runs while writes wait. */
@@ -78,7 +94,8 @@ type Reply = { type: string; id?: number; log: number; checkpointed: number };
 
 /** `mutex`: the one the main connection's transactions and raw statements hold (held during the final pass). */
 export function startCheckpointer(path: string, mutex: Mutex, opts: CheckpointerOptions = {}): Checkpointer {
-  const intervalMs = opts.intervalMs ?? 100;
+  const minMs = opts.minIntervalMs ?? 10;
+  const maxMs = opts.maxIntervalMs ?? 100;
   const rewindFrames = opts.rewindFrames ?? 2000;
   const leftFrames = opts.leftFrames ?? 100;
   workerUrl ??= URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "application/javascript" }));
@@ -124,7 +141,7 @@ export function startCheckpointer(path: string, mutex: Mutex, opts: Checkpointer
       void rewind();
     }
   };
-  worker.postMessage({ type: "start", path, intervalMs });
+  worker.postMessage({ type: "start", path, minMs, maxMs });
   return {
     get rewinds() {
       return rewinds;

@@ -50,7 +50,7 @@ test("under a steady stream of commits the WAL is rewound (bounded), without a c
   const mutex = new Mutex();
   let ck: Checkpointer | null = null;
   try {
-    ck = startCheckpointer(path, mutex, { intervalMs: 20, rewindFrames: 500, leftFrames: 50 });
+    ck = startCheckpointer(path, mutex, { minIntervalMs: 20, rewindFrames: 500, leftFrames: 50 });
     const txns = await writeFor(db, mutex, 1500);
     expect(txns).toBeGreaterThan(100);
     expect(ck.rewinds).toBeGreaterThan(0);
@@ -65,7 +65,7 @@ test("under a steady stream of commits the WAL is rewound (bounded), without a c
 test("without the rewind (rewindFrames 0) the same stream grows the WAL: the control case", async () => {
   const { db, path } = open();
   const mutex = new Mutex();
-  const ck = startCheckpointer(path, mutex, { intervalMs: 20, rewindFrames: 0 });
+  const ck = startCheckpointer(path, mutex, { minIntervalMs: 20, rewindFrames: 0 });
   try {
     await writeFor(db, mutex, 1500);
     expect(ck.rewinds).toBe(0);
