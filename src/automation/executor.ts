@@ -30,6 +30,7 @@ import {
   claimTurnRow,
   completeJobs,
   dueStepJobs,
+  unstartedExecutions,
   preloadContacts,
   getExecution,
   insertExecutionRows,
@@ -46,6 +47,8 @@ import {
 import { fail, next, type StepOutcome, type StepType } from "./types";
 
 export const STEP_JOB = "workflow.step";
+/** Walks the executions the trigger consumer started without a job of their own (enqueued with this dedupe key). */
+export const STARTS_JOB = "workflow.starts";
 /** Steps run in one transaction before the chain hands over to a new job. */
 const MAX_CHAIN = 50;
 const MAX_JOB_ATTEMPTS = 5;
@@ -105,8 +108,8 @@ export interface StartInput {
   event?: { id: string; name: string; data: Record<string, unknown> } | null;
 }
 
-/** The row of a new RUNNING execution whose first job is `jobId`. */
-export function newExecutionRow(id: string, input: StartInput, jobId: string, now: number): ExecutionRow {
+/** The row of a new RUNNING execution whose first job is `jobId` (null: the starts job's, see insertExecutionsInFeed). */
+export function newExecutionRow(id: string, input: StartInput, jobId: string | null, now: number): ExecutionRow {
   return {
     id,
     project_id: input.projectId,
@@ -145,14 +148,16 @@ export async function insertExecutions(ctx: AppContext, trx: Transaction<DB>, in
 }
 
 /**
- * insertExecutions with raw prepared statements on the connection of the caller's open transaction
- * (the event feed's, which holds the database until it commits): the trigger consumer's hot path.
+ * The trigger consumer's starts, with raw prepared statements on the connection of the caller's open
+ * transaction (the event feed's, which holds the database until it commits): every triggered start
+ * passes here (scripts/bench/workflows.ts). The rows are RUNNING with no job: one STARTS_JOB (the
+ * caller enqueues it, deduplicated) walks them, instead of a job row per start written here and
+ * completed later. Durable all the same: rows and job commit together, and the job finds every
+ * unstarted row (migration 019's index), also after a restart.
  */
 export function insertExecutionsInFeed(ctx: AppContext, inputs: StartInput[], now: number): ExecutionRow[] {
   if (!inputs.length) return [];
-  const ids = inputs.map(() => Bun.randomUUIDv7(undefined, now));
-  const jobIds = ctx.jobs.enqueueManyRaw(ctx.store.sqlite, STEP_JOB, ids.map((executionId) => ({ executionId, seq: 0 }) satisfies StepJobPayload), { runAt: now, maxAttempts: MAX_JOB_ATTEMPTS });
-  const rows = inputs.map((input, i) => newExecutionRow(ids[i]!, input, jobIds[i]!, now));
+  const rows = inputs.map((input) => newExecutionRow(Bun.randomUUIDv7(undefined, now), input, null, now));
   insertExecutionsRaw(ctx.store.sqlite, rows);
   return rows;
 }
@@ -229,18 +234,55 @@ export async function runStepJob(ctx: AppContext, job: JobRunContext<StepJobPayl
   }
   // Thousands of DELAYs can fall due at the same moment: take the other due step jobs in batches,
   // each batch (the jobs, their steps, their emails, their next jobs) in one short transaction.
-  // One batch runner at a time, yielding between batches, so HTTP writers get the database in turn.
-  if (batching.has(ctx)) return result;
-  batching.add(ctx);
+  const batched = await runBatches(ctx, DUE_JOBS);
+  return batched ? { result, batched } : result;
+}
+
+/**
+ * The starts job: walks the executions the trigger consumer started without a job, in batches. A
+ * batch that fails hands its executions to step jobs of their own (the job loop's retries, then
+ * FAILED). More than one run's worth: another starts job follows.
+ */
+export async function runStartsJob(ctx: AppContext): Promise<unknown> {
+  const started = await runBatches(ctx, UNSTARTED, async () => {
+    const n = await engineTurn(ctx, () => ctx.db.transaction().execute((trx) => handOverUnstarted(ctx, trx, ctx.clock.now())));
+    if (n) ctx.jobs.wake();
+  });
+  if (started >= MAX_BATCHED_PER_RUN) await ctx.jobs.enqueue(STARTS_JOB, {}, { dedupeKey: STARTS_JOB });
+  return { started };
+}
+
+/** Gives unstarted executions a step job each (the path manual starts take). */
+async function handOverUnstarted(ctx: AppContext, trx: Transaction<DB>, now: number): Promise<number> {
+  const rows = await unstartedExecutions(trx, BATCH);
+  for (const r of rows) await handOverStart(ctx, trx, r.id, now);
+  return rows.length;
+}
+
+async function handOverStart(ctx: AppContext, trx: Transaction<DB>, executionId: string, now: number): Promise<void> {
+  const jobId = await ctx.jobs.enqueue(STEP_JOB, { executionId, seq: 0 } satisfies StepJobPayload, { trx, runAt: now, maxAttempts: MAX_JOB_ATTEMPTS });
+  await updateExecution(trx, executionId, { job_id: jobId }, now);
+}
+
+/**
+ * One batch runner per source at a time, yielding between batches, so HTTP writers get the database
+ * in turn. Returns how many items the batches advanced. `onFail`: what to do when a batch rolled back.
+ */
+async function runBatches(ctx: AppContext, source: BatchSource, onFail?: () => Promise<void>): Promise<number> {
+  let running = batching.get(ctx);
+  if (!running) batching.set(ctx, (running = new Set()));
+  if (running.has(source.name)) return 0;
+  running.add(source.name);
   let batched = 0;
   try {
     while (batched < MAX_BATCHED_PER_RUN) {
       let n: number;
       try {
-        n = await engineTurn(ctx, () => advanceBatch(ctx));
+        n = await engineTurn(ctx, () => advanceBatch(ctx, source));
       } catch (e) {
-        // One turn failed and rolled its batch back: the job loop runs those jobs one by one (and fails a bad one).
-        ctx.log.warn("workflow batch failed; its jobs run one by one", { error: String((e as Error)?.message ?? e) });
+        // One turn failed and rolled its batch back: its items run one by one (and a bad one fails).
+        ctx.log.warn("workflow batch failed; its executions run one by one", { source: source.name, error: String((e as Error)?.message ?? e) });
+        await onFail?.();
         break;
       }
       if (!n) break;
@@ -248,12 +290,42 @@ export async function runStepJob(ctx: AppContext, job: JobRunContext<StepJobPayl
       await new Promise((r) => setImmediate(r));
     }
   } finally {
-    batching.delete(ctx);
+    running.delete(source.name);
   }
-  return batched ? { result, batched } : result;
+  return batched;
 }
 
-/** Due step jobs looked at per transaction, and the time one batch may hold the database. */
+/** Where a batch finds its due turns, and how it settles them in the batch's transaction. */
+interface BatchSource {
+  name: string;
+  /** Up to `limit` due turns, oldest first, each with the key `settle` gets back. */
+  take(trx: Transaction<DB>, now: number, limit: number): Promise<{ key: string; payload: StepJobPayload }[]>;
+  /** The turns this batch ran. */
+  settle(trx: Transaction<DB>, keys: string[], now: number): Promise<void>;
+  /** A turn the batch could not run (its step needs the network) goes to the job loop; true when it left the source's due set. */
+  leave(ctx: AppContext, trx: Transaction<DB>, key: string, now: number): Promise<boolean>;
+}
+
+/** Waiting step jobs that are due: completed with the batch; a WEBHOOK turn's job stays for the job loop. */
+const DUE_JOBS: BatchSource = {
+  name: "jobs",
+  take: async (trx, now, limit) => (await dueStepJobs(trx, STEP_JOB, now, limit)).map((r) => ({ key: r.id, payload: JSON.parse(r.payload) as StepJobPayload })),
+  settle: (trx, keys, now) => completeJobs(trx, keys, now),
+  leave: async () => false,
+};
+
+/** Executions started without a job: the walk moves them out of the index; a WEBHOOK entry step gets a job. */
+const UNSTARTED: BatchSource = {
+  name: "starts",
+  take: async (trx, _now, limit) => (await unstartedExecutions(trx, limit)).map((r) => ({ key: r.id, payload: { executionId: r.id, seq: 0 } })),
+  settle: async () => {},
+  leave: async (ctx, trx, key, now) => {
+    await handOverStart(ctx, trx, key, now);
+    return true;
+  },
+};
+
+/** Due turns looked at per transaction, and the time one batch may hold the database. */
 const BATCH = 200;
 const BATCH_BUDGET_MS = 20;
 /**
@@ -261,36 +333,42 @@ const BATCH_BUDGET_MS = 20;
  * 2 ms (was 4) kept /v1/track's worst p99 at 21-24 ms in scripts/bench/workflows.ts (was 22-26).
  */
 const BUSY_BATCH_BUDGET_MS = 2;
-const batching = new WeakSet<AppContext>();
-const batchSize = new WeakMap<AppContext, number>();
+/** The sources with a batch runner going, per instance. */
+const batching = new WeakMap<AppContext, Set<string>>();
+const batchSizes = new WeakMap<AppContext, Map<string, number>>();
 const MAX_BATCHED_PER_RUN = 5000;
 
 /**
- * Runs due, waiting step jobs inside ONE transaction that also marks them completed (a crash rolls
- * back both), until BATCH_BUDGET_MS has passed: short enough not to hold up HTTP writers for long. A job
- * whose step needs the network (WEBHOOK) is handed to a fresh job by walk(); stale ones complete
- * as no-ops.
+ * Runs due turns inside ONE transaction that also settles them (a crash rolls back both), until the
+ * time budget has passed: short enough not to hold up HTTP writers for long. A turn whose step needs
+ * the network (WEBHOOK) is left to the job loop; stale ones settle as no-ops.
  */
-async function advanceBatch(ctx: AppContext): Promise<number> {
+async function advanceBatch(ctx: AppContext, source: BatchSource): Promise<number> {
   const fx: Effects = { memo: new Map(), wakeOutbox: false, events: [], contacts: [], wakeJobs: false };
+  let sizes = batchSizes.get(ctx);
+  if (!sizes) batchSizes.set(ctx, (sizes = new Map()));
   const n = await ctx.db.transaction().execute(async (trx) => {
     const now = ctx.clock.now();
     const t0 = performance.now();
     // While the API is busy a batch holds the database for less time (requests wait for it).
     const budget = apiBusy(ctx) ? BUSY_BATCH_BUDGET_MS : BATCH_BUDGET_MS;
     // Fetch about as many as fit in the time budget (what the last batch managed, a bit more).
-    const rows = await dueStepJobs(trx, STEP_JOB, now, batchSize.get(ctx) ?? 20);
-    if (!rows.length) return 0;
-    const payloads = rows.map((r) => JSON.parse(r.payload) as StepJobPayload);
-    await preloadContacts(trx, payloads.map((p) => p.executionId), fx.memo);
-    const done: string[] = [];
-    for (let i = 0; i < rows.length; i++) {
-      if (done.length && performance.now() - t0 > budget) break;
-      if (await advanceInTrx(ctx, trx, payloads[i]!, now, fx)) done.push(rows[i]!.id);
+    const due = await source.take(trx, now, sizes.get(source.name) ?? 20);
+    if (!due.length) return 0;
+    await preloadContacts(trx, due.map((d) => d.payload.executionId), fx.memo);
+    const ran: string[] = [];
+    let looked = 0;
+    let left = 0;
+    for (const d of due) {
+      if (looked && performance.now() - t0 > budget) break;
+      looked++;
+      if (await advanceInTrx(ctx, trx, d.payload, now, fx)) ran.push(d.key);
+      else if (await source.leave(ctx, trx, d.key, now)) left++;
     }
-    await completeJobs(trx, done, now);
-    batchSize.set(ctx, done.length === rows.length ? Math.min(BATCH, rows.length * 2) : Math.max(5, done.length + 5));
-    return done.length;
+    await source.settle(trx, ran, now);
+    sizes.set(source.name, looked === due.length ? Math.min(BATCH, due.length * 2) : Math.max(5, looked + 5));
+    // Progress: what left the due set (a turn left to the job loop in place is still due).
+    return ran.length + left;
   });
   await afterCommit(ctx, fx);
   return n;

@@ -3,7 +3,7 @@
  * walks. Every write takes the caller's transaction.
  */
 import type { Database } from "bun:sqlite";
-import type { Kysely, Selectable, Transaction } from "kysely";
+import { sql, type Kysely, type Selectable, type Transaction } from "kysely";
 import type { DB } from "../db";
 import type { WorkflowExecutionsTable, WorkflowStepsTable, WorkflowsTable } from "../db/tables/workflows";
 import type { Branch, ExecutionStatus, GraphTransition, StepLogStatus, StepType } from "./types";
@@ -179,6 +179,19 @@ export async function currentEventSeq(db: Db): Promise<number> {
 /** Due, waiting jobs of one type in run_at order (read inside the batch's transaction). */
 export const dueStepJobs = (trx: Db, type: string, now: number, limit: number) =>
   trx.selectFrom("jobs").select(["id", "payload"]).where("state", "=", "waiting").where("run_at", "<=", now).where("type", "=", type).orderBy("run_at").limit(limit).execute();
+
+/**
+ * Executions the trigger consumer started without a job (RUNNING, no job, step_seq 0), oldest first.
+ * The predicate is written out as migration 019's partial index states it, so the index serves it.
+ */
+export const unstartedExecutions = (trx: Db, limit: number) =>
+  trx
+    .selectFrom("workflow_executions")
+    .select("id")
+    .where(sql<boolean>`status = 'RUNNING' AND job_id IS NULL AND step_seq = 0`)
+    .orderBy("id")
+    .limit(limit)
+    .execute();
 
 /** Marks jobs run by a batch completed, in the batch's transaction. */
 export async function completeJobs(trx: Db, ids: string[], now: number): Promise<void> {

@@ -2,13 +2,14 @@
  * The workflows' event feed consumer. In the feed's transaction (so exactly once per event, and
  * nothing lost across kill -9) it resumes WAIT_FOR_EVENT executions of the event's contact that
  * wait for that name since before the event, and starts every enabled workflow whose trigger is
- * the event's name (re-entry rules apply). It only writes rows and jobs; the executor does the work.
+ * the event's name (re-entry rules apply). It only writes rows and jobs (one job for all of a round's
+ * starts); the executor does the work.
  */
 import type { Transaction } from "kysely";
 import type { AppContext } from "../context";
 import type { DB } from "../db";
 import type { FeedEvent } from "../jobs/event-feed";
-import { insertExecutionsInFeed, STEP_JOB, type StartInput, type StepJobPayload } from "./executor";
+import { insertExecutionsInFeed, STARTS_JOB, STEP_JOB, type StartInput, type StepJobPayload } from "./executor";
 import { claimTurn, dropJob, enteredAmongRaw, updateExecution } from "./store";
 
 export const FEED_CONSUMER = "workflows";
@@ -88,7 +89,11 @@ export async function onFeedEvents(ctx: AppContext, trx: Transaction<DB>, events
       starts.push({ projectId: ev.projectId, workflowId: wf.id, entryStepId: wf.entry_step_id, contactId: ev.contactId, event: { id: ev.id, name: ev.name, data: ev.data ?? {} } });
     }
     insertExecutionsInFeed(ctx, starts, now);
-    if (starts.length) wrote = true;
+    if (starts.length) {
+      // One job walks them all (none is added while one is waiting: it will see these rows too).
+      await ctx.jobs.enqueue(STARTS_JOB, {}, { trx, runAt: now, dedupeKey: STARTS_JOB });
+      wrote = true;
+    }
   }
   // The claim of the job loop waits for this transaction's commit (one connection), so waking now is safe.
   if (wrote) ctx.jobs.wake();

@@ -47,8 +47,6 @@ export interface JobsOptions {
   metrics?: Metrics;
 }
 
-const INSERT_JOB = "INSERT INTO jobs (id, type, project_id, state, payload, run_at, max_attempts, dedupe_key, created_at, updated_at) VALUES (?, ?, ?, 'waiting', ?, ?, ?, NULL, ?, ?)";
-
 /**
  * The durable job loop. Jobs are rows with run_at; a claim is one UPDATE … RETURNING that moves
  * due rows to `active` with a lease. A throw is retried with exponential backoff until
@@ -123,21 +121,7 @@ export class JobQueue {
     return rows.map((r) => r.id);
   }
 
-  /**
-   * enqueueMany as one prepared statement per row, on the connection of the caller's open transaction
-   * (the event feed's; it holds the database until it commits): raw because every workflow start
-   * passes here (scripts/bench/workflows.ts: Kysely's compile and prepare of the multi-row inserts
-   * were most of the trigger consumer's time). Returns the ids in order.
-   */
-  enqueueManyRaw(sqlite: Database, type: string, payloads: unknown[], opts: Omit<EnqueueOptions, "dedupeKey" | "trx"> = {}): string[] {
-    const ins = sqlite.query(INSERT_JOB);
-    return this.newRows(type, payloads, opts).map((r) => {
-      ins.run(r.id, r.type, r.project_id, r.payload, r.run_at, r.max_attempts, r.created_at, r.updated_at);
-      return r.id;
-    });
-  }
-
-  /** The waiting rows of enqueueMany and its raw sibling (no dedupe key). */
+  /** The waiting rows of enqueueMany (no dedupe key). */
   private newRows(type: string, payloads: unknown[], opts: Omit<EnqueueOptions, "dedupeKey" | "trx">) {
     const now = this.clock.now();
     return payloads.map((payload) => ({

@@ -112,6 +112,19 @@ describe("WEBHOOK", () => {
     expect(paths).toEqual([0, 1, 2, 3, 4].map((i) => `/ok?n=batch${i}@example.com`));
   });
 
+  test("an event-triggered workflow whose entry step is a WEBHOOK: each tracked contact's webhook is called once, with the event", async () => {
+    // Triggered starts are walked by one starts job; a WEBHOOK (network) is handed to a job of its own.
+    const wf = await chain(c, [["WEBHOOK", { url: `${base}/ok?who={{email}}` }], ["UPDATE_CONTACT", { updates: { hooked: true } }]], { eventName: "hooked-signup" });
+    const n = received.length;
+    for (let i = 0; i < 3; i++) await must(srv.api("/v1/track", { key: acct.publicKey, body: { email: `trig${i}@example.com`, event: "hooked-signup", data: { i } } }), 200);
+    const list = await waitFor(() => must(srv.api(`/workflows/${wf.id}/executions?status=COMPLETED`, { key: c.key }), 200), { until: (l: any) => l.total === 3, what: "3 COMPLETED executions" });
+    const got = since(n).sort((a, b) => a.path.localeCompare(b.path));
+    expect(got.map((r) => r.path)).toEqual([0, 1, 2].map((i) => `/ok?who=trig${i}@example.com`));
+    expect(got.map((r) => JSON.parse(r.body).event)).toEqual([0, 1, 2].map((i) => expect.objectContaining({ name: "hooked-signup", data: { i } })));
+    const ex = await must(srv.api(`/workflows/${wf.id}/executions/${list.data[0].id}`, { key: c.key }), 200);
+    expect(ex.steps.map((s: any) => [s.type, s.status])).toEqual([["WEBHOOK", "COMPLETED"], ["UPDATE_CONTACT", "COMPLETED"]]);
+  });
+
   test("4xx fails the execution at once", async () => {
     const wf = await chain(c, [["WEBHOOK", { url: `${base}/bad` }], ["EXIT", {}]]);
     const ct = await contact(c, "four@example.com");

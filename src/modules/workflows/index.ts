@@ -1,4 +1,4 @@
-import { STEP_JOB, runStepJob } from "../../automation/executor";
+import { STARTS_JOB, STEP_JOB, runStartsJob, runStepJob } from "../../automation/executor";
 import { FEED_CONSUMER, onFeedEvents } from "../../automation/triggers";
 import type { ModuleDef } from "../module";
 import { deleteProjectWorkflows, workflowCount } from "./queries";
@@ -11,6 +11,7 @@ export const workflowsModule: ModuleDef = {
   routes: workflowRoutes,
   install(ctx) {
     ctx.jobs.register(STEP_JOB, (job) => runStepJob(ctx, job));
+    ctx.jobs.register(STARTS_JOB, () => runStartsJob(ctx));
     ctx.feed.subscribe(FEED_CONSUMER, (trx, events) => onFeedEvents(ctx, trx, events));
     ctx.hooks.templateUsage.push(templateUsage);
     ctx.hooks.eventUsage.push(eventUsage);
