@@ -245,11 +245,19 @@ export async function runStepJob(ctx: AppContext, job: JobRunContext<StepJobPayl
  */
 export async function runStartsJob(ctx: AppContext): Promise<unknown> {
   const started = await runBatches(ctx, UNSTARTED, async () => {
-    const n = await engineTurn(ctx, () => ctx.db.transaction().execute((trx) => handOverUnstarted(ctx, trx, ctx.clock.now())));
-    if (n) ctx.jobs.wake();
+    for (;;) {
+      const n = await engineTurn(ctx, () => ctx.db.transaction().execute((trx) => handOverUnstarted(ctx, trx, ctx.clock.now())));
+      if (!n) break;
+      ctx.jobs.wake();
+    }
   });
   if (started >= MAX_BATCHED_PER_RUN) await ctx.jobs.enqueue(STARTS_JOB, {}, { dedupeKey: STARTS_JOB });
   return { started };
+}
+
+/** At start-up: unstarted executions (none, normally: their job commits with them) get a starts job. */
+export async function ensureStartsJob(ctx: AppContext): Promise<void> {
+  if ((await unstartedExecutions(ctx.db, 1)).length) await ctx.jobs.enqueue(STARTS_JOB, {}, { dedupeKey: STARTS_JOB });
 }
 
 /** Gives unstarted executions a step job each (the path manual starts take). */
@@ -266,13 +274,20 @@ async function handOverStart(ctx: AppContext, trx: Transaction<DB>, executionId:
 
 /**
  * One batch runner per source at a time, yielding between batches, so HTTP writers get the database
- * in turn. Returns how many items the batches advanced. `onFail`: what to do when a batch rolled back.
+ * in turn. Returns how many items the batches advanced. A run that finds another one going asks it
+ * for one more look before it ends (work committed after that runner's last look is not left
+ * behind: a start has no job of its own to find it later). `onFail`: what to do when a batch rolled back.
  */
 async function runBatches(ctx: AppContext, source: BatchSource, onFail?: () => Promise<void>): Promise<number> {
   let running = batching.get(ctx);
-  if (!running) batching.set(ctx, (running = new Set()));
-  if (running.has(source.name)) return 0;
-  running.add(source.name);
+  if (!running) batching.set(ctx, (running = new Map()));
+  const other = running.get(source.name);
+  if (other) {
+    other.again = true;
+    return 0;
+  }
+  const me = { again: false };
+  running.set(source.name, me);
   let batched = 0;
   try {
     while (batched < MAX_BATCHED_PER_RUN) {
@@ -285,7 +300,11 @@ async function runBatches(ctx: AppContext, source: BatchSource, onFail?: () => P
         await onFail?.();
         break;
       }
-      if (!n) break;
+      if (!n) {
+        if (!me.again) break;
+        me.again = false;
+        continue;
+      }
       batched += n;
       await new Promise((r) => setImmediate(r));
     }
@@ -333,8 +352,8 @@ const BATCH_BUDGET_MS = 20;
  * 2 ms (was 4) kept /v1/track's worst p99 at 21-24 ms in scripts/bench/workflows.ts (was 22-26).
  */
 const BUSY_BATCH_BUDGET_MS = 2;
-/** The sources with a batch runner going, per instance. */
-const batching = new WeakMap<AppContext, Set<string>>();
+/** The sources with a batch runner going, per instance (`again`: another run asked for one more look). */
+const batching = new WeakMap<AppContext, Map<string, { again: boolean }>>();
 const batchSizes = new WeakMap<AppContext, Map<string, number>>();
 const MAX_BATCHED_PER_RUN = 5000;
 

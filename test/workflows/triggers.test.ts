@@ -90,6 +90,22 @@ test("re-entry on triggers: off starts once per contact, on starts again after t
   expect((await executions(c, again.id)).total).toBe(2);
 });
 
+test("a start committed while the starts job is still running is walked too (sequential and burst starts)", async () => {
+  // Each start is tracked as soon as the previous one has exited: it lands while the job that walked
+  // the previous one may still be finishing (its last look, its pause). Then bursts of concurrent tracks.
+  const wf = await chain(c, [["EXIT", {}]], { eventName: "burst", allowReentry: true });
+  let sent = 0;
+  for (let i = 0; i < 12; i++) {
+    await track(`seq${i}@${RCPT}`, "burst");
+    await waitForExecutions(c, wf.id, ++sent, "EXITED");
+  }
+  for (let round = 0; round < 4; round++) {
+    await Promise.all(Array.from({ length: 10 }, (_, i) => track(`burst${round}-${i}@${RCPT}`, "burst")));
+    sent += 10;
+  }
+  await waitForExecutions(c, wf.id, sent, "EXITED");
+});
+
 test("WAIT_FOR_EVENT: the awaited event of the same contact takes the event branch; the timeout takes the other", async () => {
   const wf = await createWorkflow(c, { triggerConfig: { eventName: "trial-started" } });
   const wait = await addStep(c, wf.id, "WAIT_FOR_EVENT", { eventName: "paid", timeout: 3600 });

@@ -1,4 +1,4 @@
-import { STARTS_JOB, STEP_JOB, runStartsJob, runStepJob } from "../../automation/executor";
+import { STARTS_JOB, STEP_JOB, ensureStartsJob, runStartsJob, runStepJob } from "../../automation/executor";
 import { FEED_CONSUMER, onFeedEvents } from "../../automation/triggers";
 import type { ModuleDef } from "../module";
 import { deleteProjectWorkflows, workflowCount } from "./queries";
@@ -20,4 +20,5 @@ export const workflowsModule: ModuleDef = {
     ctx.hooks.setupState.push(async (c, projectId) => ({ workflows: await workflowCount(c.db, projectId) }));
     ctx.hooks.resetProject.push((c, projectId) => deleteProjectWorkflows(c.db, projectId));
   },
+  start: (ctx) => ensureStartsJob(ctx),
 };
