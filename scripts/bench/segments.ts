@@ -2,7 +2,7 @@
 // (POST /segments/:id/refresh), a `triggeredWithin 30 days` count, the first members page; each
 // beside the raw SQL of the same compiled query run directly on bun:sqlite in the same run. Then
 // /v1/track throughput with 5 tracked segments on the project beside the same load without them
-// (the load of scripts/bench/track.ts, same run, fresh databases).
+// (the load of scripts/bench/track.ts, same run, fresh databases; BENCH_ROUNDS rounds of the cases in turn, default 2).
 //   bun scripts/bench/segments.ts [contacts=1000000] [events=5000000] [trackSeconds=10]
 import { Database } from "bun:sqlite";
 import { join } from "node:path";
@@ -181,11 +181,29 @@ async function trackRun(withSegments: boolean, tracked = true, conds = TRACKED_C
   tt.cleanup();
   return { rps: r.requests.average, p99: r.latency.p99, non2xx: r.non2xx + r.errors + r.timeouts, entries, exits, tracks };
 }
-const base = await trackRun(false);
-const tracked = await trackRun(true);
-// The same 5 segments without trackMembership: what the segments cost a track by themselves (their field index).
-const untracked = await trackRun(true, false);
-const selective = await trackRun(true, true, SELECTIVE_CONDS);
+// BENCH_ROUNDS rounds (default 2), each running the four cases in turn on fresh servers: a run-to-run
+// spread of ~10% on this machine would otherwise decide the ratios. Rates are summed over the rounds.
+type TrackRun = Awaited<ReturnType<typeof trackRun>>;
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 2));
+const runs: Record<"base" | "tracked" | "untracked" | "selective", TrackRun[]> = { base: [], tracked: [], untracked: [], selective: [] };
+for (let i = 0; i < ROUNDS; i++) {
+  runs.base.push(await trackRun(false));
+  runs.tracked.push(await trackRun(true));
+  // The same 5 segments without trackMembership: what the segments cost a track by themselves (their field index).
+  runs.untracked.push(await trackRun(true, false));
+  runs.selective.push(await trackRun(true, true, SELECTIVE_CONDS));
+}
+/** The rounds of one case as one: summed rates and counts, the worst p99. */
+const merged = (l: TrackRun[]): TrackRun => ({
+  rps: l.reduce((a, r) => a + r.rps, 0),
+  p99: Math.max(...l.map((r) => r.p99)),
+  non2xx: l.reduce((a, r) => a + r.non2xx, 0),
+  entries: l.reduce((a, r) => a + r.entries, 0),
+  exits: l.reduce((a, r) => a + r.exits, 0),
+  tracks: l.reduce((a, r) => a + r.tracks, 0),
+});
+const rates = (l: TrackRun[]) => l.map((r) => fmt(r.rps)).join(", ");
+const [base, tracked, untracked, selective] = [merged(runs.base), merged(runs.tracked), merged(runs.untracked), merged(runs.selective)];
 
 const ratio = (tracked.rps / base.rps) * 100;
 
@@ -238,11 +256,11 @@ console.log(`  triggeredWithin 30 days count     : ${fmt(countEvent.p50, 1)} ms 
 console.log(`  first members page, data.*        : ${fmt(pageData.p50, 1)} ms (raw SQL page + count ${fmt(rawPageData, 1)} ms)  [bar < 50 ms]`);
 console.log(`  first members page, triggered     : ${fmt(pageEvent.p50, 1)} ms (raw SQL page + count ${fmt(rawPageEvent, 1)} ms)`);
 console.log(`  segment create (counts once)      : ${fmt(createDataMs, 1)} ms; field indexes: ${indexes.join(", ") || "none"}; GET /config round trip ${fmt(bare.p50, 2)} ms`);
-console.log(`/v1/track, 50 connections, ${TRACK_SECONDS}s each, load of scripts/bench/track.ts, fresh databases`);
-console.log(`  without segments   : ${fmt(base.rps)} req/s, p99 ${base.p99} ms, non-2xx/errors ${base.non2xx}`);
-console.log(`  5 tracked segments : ${fmt(tracked.rps)} req/s, p99 ${tracked.p99} ms, non-2xx/errors ${tracked.non2xx}, ${fmt(tracked.entries)} entries and ${fmt(tracked.exits)} exits for ${fmt(tracked.tracks)} tracks (${fmt((tracked.entries + tracked.exits) / Math.max(1, tracked.tracks), 2)} moves per track)`);
-console.log(`  5 selective tracked segments: ${fmt(selective.rps)} req/s, p99 ${selective.p99} ms (${fmt((selective.rps / base.rps) * 100, 1)}%), ${fmt(selective.entries)} entries and ${fmt(selective.exits)} exits for ${fmt(selective.tracks)} tracks (${fmt((selective.entries + selective.exits) / Math.max(1, selective.tracks), 3)} moves per track)`);
-console.log(`  5 segments, untracked: ${fmt(untracked.rps)} req/s, p99 ${untracked.p99} ms (${fmt((untracked.rps / base.rps) * 100, 1)}%: the segments' field index alone)`);
+console.log(`/v1/track, 50 connections, ${TRACK_SECONDS}s each, load of scripts/bench/track.ts, fresh databases, ${ROUNDS} rounds of the four cases in turn (rates summed, worst p99)`);
+console.log(`  without segments   : ${rates(runs.base)} req/s, p99 ${base.p99} ms, non-2xx/errors ${base.non2xx}`);
+console.log(`  5 tracked segments : ${rates(runs.tracked)} req/s, p99 ${tracked.p99} ms, non-2xx/errors ${tracked.non2xx}, ${fmt(tracked.entries)} entries and ${fmt(tracked.exits)} exits for ${fmt(tracked.tracks)} tracks (${fmt((tracked.entries + tracked.exits) / Math.max(1, tracked.tracks), 2)} moves per track)`);
+console.log(`  5 selective tracked segments: ${rates(runs.selective)} req/s, p99 ${selective.p99} ms (${fmt((selective.rps / base.rps) * 100, 1)}%), ${fmt(selective.entries)} entries and ${fmt(selective.exits)} exits for ${fmt(selective.tracks)} tracks (${fmt((selective.entries + selective.exits) / Math.max(1, selective.tracks), 3)} moves per track)`);
+console.log(`  5 segments, untracked: ${rates(runs.untracked)} req/s, p99 ${untracked.p99} ms (${fmt((untracked.rps / base.rps) * 100, 1)}%: the segments' field index alone)`);
 console.log(`  ratio              : ${fmt(ratio, 1)}% of the throughput without segments  [bar >= 85%]`);
 console.log(`  in-process database work per track (${fmt(IN_N)} tracks, batches of 50): ${fmt(ip.none.us, 1)} us without segments, ${fmt(ip.index.us, 1)} us with the field index, ${fmt(ip.follow.us, 1)} us following the 5 segments (${fmt(ip.follow.moves, 2)} moves per track: ${fmt((ip.follow.us - ip.index.us) / Math.max(0.01, ip.follow.moves), 1)} us per move, evaluation included)`);
 console.log(`  machine load average now ${fmt(require("node:os").loadavg()[0], 1)} (2 cores, other engineers' runs in parallel)`);
