@@ -6,7 +6,7 @@ import { Kysely } from "kysely";
 import { BunSqliteDialect } from "../../src/db/bun-sqlite-dialect";
 import { migrate } from "../../src/db/migrate";
 import type { DB } from "../../src/db";
-import { compileCondition, evaluateInMemory, type CompileContext, type ConditionTree, type MemContact, type MemEvent, type SegmentDef } from "../../src/audience/conditions";
+import { compileCondition, evaluateInMemory, evaluateKnown, type CompileContext, type ConditionTree, type MemContact, type MemEvent, type SegmentDef } from "../../src/audience/conditions";
 
 export const PROJECT = "p1";
 const NONE: ReadonlySet<string> = new Set();
@@ -82,6 +82,24 @@ export class Audience {
       )
       .map((c) => c.id)
       .sort();
+  }
+
+  /**
+   * evaluateKnown (without the events) beside the full evaluation, for PROJECT's contacts: how many
+   * it decided, and the contacts where its decision differs from the full answer (must be none).
+   */
+  knownVsFull(tree: ConditionTree, now: number): { decided: number; total: number; wrong: string[] } {
+    this.own ??= this.seed.contacts.filter((c) => (c.projectId ?? PROJECT) === PROJECT);
+    let decided = 0;
+    const wrong: string[] = [];
+    for (const c of this.own) {
+      const opts = { now, memberships: this.membersBy.get(c.id) ?? NONE, segments: this.segments };
+      const known = evaluateKnown(tree, c, opts);
+      if (known === undefined) continue;
+      decided++;
+      if (known !== evaluateInMemory(tree, c, { ...opts, events: this.eventsBy.get(c.id) ?? [] })) wrong.push(c.id);
+    }
+    return { decided, total: this.own.length, wrong };
   }
 
   close() {

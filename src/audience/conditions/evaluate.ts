@@ -1,6 +1,8 @@
 /**
  * evaluateInMemory: the same semantics as the SQL compiler for one contact already in memory
  * (workflow CONDITION steps on a loaded contact, the property test). Keep in step with compile.ts.
+ * evaluateKnown: the same without the contact's events: true or false when the rest of the tree
+ * decides it whatever the events are, undefined when it depends on them (three-valued logic).
  */
 import { parseField } from "./fields";
 import type { ConditionFilter, ConditionTree, Facts, SegmentDef } from "./types";
@@ -40,7 +42,13 @@ interface St {
   o: EvaluateOptions;
   members: ReadonlySet<string>;
   stack: string[];
+  /** The events are not known: an event filter is undefined (evaluateKnown). */
+  noEvents: boolean;
 }
+
+/** Three-valued: undefined is "depends on the events". */
+type Tri = boolean | undefined;
+const not = (v: Tri): Tri => (v === undefined ? undefined : !v);
 
 function cmpTime(op: string, t: number, v: number): boolean {
   switch (op) {
@@ -112,7 +120,7 @@ function eventField(st: St, name: string, op: string, value: unknown, unit: unkn
   return false;
 }
 
-function memberOf(st: St, id: string): boolean {
+function memberOf(st: St, id: string): Tri {
   const seg = st.o.segments?.get(id);
   if (!seg || st.stack.includes(id)) return false;
   if (seg.type === "STATIC") return st.members.has(id);
@@ -141,7 +149,7 @@ function prep(f: ConditionFilter, mode: "segment" | "workflow"): Prepared {
   return p;
 }
 
-function filter(st: St, f: ConditionFilter): boolean {
+function filter(st: St, f: ConditionFilter): Tri {
   const mode = st.o.mode ?? (st.o.facts ? "workflow" : "segment");
   const { ref, value: pv } = prep(f, mode);
   if (!ref) return false;
@@ -158,9 +166,9 @@ function filter(st: St, f: ConditionFilter): boolean {
     case "data":
       return testPreparedValue(Object.hasOwn(c.data, ref.key) ? c.data[ref.key] : undefined, pv, o.now);
     case "event":
-      return eventField(st, ref.name, f.operator, f.value, f.unit);
+      return st.noEvents ? undefined : eventField(st, ref.name, f.operator, f.value, f.unit);
     case "segment":
-      return f.operator === "notMemberOfSegment" ? !memberOf(st, ref.id) : memberOf(st, ref.id);
+      return f.operator === "notMemberOfSegment" ? not(memberOf(st, ref.id)) : memberOf(st, ref.id);
     case "fact": {
       const v = factValue(o.facts?.[ref.source], ref.key);
       return testPreparedValue(v, pv, o.now);
@@ -168,14 +176,48 @@ function filter(st: St, f: ConditionFilter): boolean {
   }
 }
 
-function tree(st: St, t: ConditionTree): boolean {
+/** AND of three-valued results: false wins, then undefined. */
+function all(values: Iterable<Tri>): Tri {
+  let out: Tri = true;
+  for (const v of values) {
+    if (v === false) return false;
+    if (v === undefined) out = undefined;
+  }
+  return out;
+}
+
+/** OR of three-valued results: true wins, then undefined. */
+function any(values: Iterable<Tri>): Tri {
+  let out: Tri = false;
+  for (const v of values) {
+    if (v === true) return true;
+    if (v === undefined) out = undefined;
+  }
+  return out;
+}
+
+function* groupValues(st: St, g: NonNullable<ConditionTree["groups"]>[number]): Generator<Tri> {
+  for (const f of g.filters ?? []) yield filter(st, f);
+  if (g.conditions) yield tree(st, g.conditions);
+}
+
+function tree(st: St, t: ConditionTree): Tri {
   const groups = t.groups ?? [];
   if (!groups.length) return true;
-  const results = groups.map((g) => (g.filters ?? []).every((f) => filter(st, f)) && (!g.conditions || tree(st, g.conditions)));
-  return String(t.logic).toUpperCase() === "OR" ? results.some(Boolean) : results.every(Boolean);
+  const results = groups.map((g) => all(groupValues(st, g)));
+  return String(t.logic).toUpperCase() === "OR" ? any(results) : all(results);
+}
+
+function state(contact: MemContact, opts: EvaluateOptions, noEvents: boolean): St {
+  const members = opts.memberships instanceof Set ? opts.memberships : new Set(opts.memberships as readonly string[]);
+  return { c: contact, o: opts, members, stack: [], noEvents };
 }
 
 export function evaluateInMemory(t: ConditionTree, contact: MemContact, opts: EvaluateOptions): boolean {
-  const members = opts.memberships instanceof Set ? opts.memberships : new Set(opts.memberships as readonly string[]);
-  return tree({ c: contact, o: opts, members, stack: [] }, t);
+  return tree(state(contact, opts, false), t) === true;
+}
+
+/** What the tree says without the contact's events (`opts.events` is ignored): undefined when they decide. */
+export function evaluateKnown(t: ConditionTree, contact: MemContact, opts: Omit<EvaluateOptions, "events">): boolean | undefined {
+  return tree(state(contact, { ...opts, events: [] }, true), t);
 }

@@ -7,7 +7,7 @@ export type { ConditionTree, ConditionGroup, ConditionFilter, FieldIssue, Segmen
 export { OPERATORS, UNITS } from "./types";
 export { validateCondition, normalizeCondition, MAX_DEPTH, MAX_FILTERS } from "./validate";
 export { compileCondition, conditionWhere, compileFrag, fragToRaw, uuidv7Floor } from "./compile";
-export { evaluateInMemory, type MemContact, type MemEvent, type EvaluateOptions } from "./evaluate";
+export { evaluateInMemory, evaluateKnown, type MemContact, type MemEvent, type EvaluateOptions } from "./evaluate";
 export { conditionReferences } from "./references";
 export { parseField } from "./fields";
 export { resolveSegments, compileContextFor, conditionWhereFor, contactMatches, contactsMatching, parseStoredCondition } from "./resolve";

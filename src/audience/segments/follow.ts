@@ -12,6 +12,8 @@
  * scripts/bench/segments.ts) evaluates only the touched segments of a written contact:
  *   - in memory when the condition reads no events (or the contact is new, so its events are
  *     exactly the ones this write recorded): evaluateInMemory, property-tested against the SQL;
+ *   - in memory too when the rest of the condition decides without the events (evaluateKnown,
+ *     three-valued: `plan = enterprise AND triggered invite_sent` for a contact on another plan);
  *   - otherwise with the compiled SQL for that one contact: ONE query whatever the number of such
  *     segments (a CASE column each, compiled once per transaction);
  * and diffs the results against the contact's stored memberships: member rows, entry/exit events
@@ -19,7 +21,7 @@
  * decided before the first write, so the order of the segments does not matter.
  */
 import type { Database } from "bun:sqlite";
-import { evaluateInMemory, parseField, type ConditionTree, type MemContact, type MemEvent, type SegmentDef } from "../conditions";
+import { evaluateInMemory, evaluateKnown, parseField, type ConditionTree, type MemContact, type MemEvent, type SegmentDef } from "../conditions";
 import type { RecordedEvent } from "../events";
 import type { TrackedSegment } from "./membership";
 import { addToCountsRaw, matchColumns, writeMoveRaw } from "./membership-raw";
@@ -136,28 +138,33 @@ export class SegmentFollower {
     const stored = change.isNew ? new Set<string>() : new Set(this.sqlite.query<{ segment_id: string }, [string]>(STORED).all(contact.id).map((r) => r.segment_id));
     const newEvents: MemEvent[] | null = change.isNew ? change.events.map((name) => ({ name, createdAt: this.now })) : null;
     const moves: Array<{ seg: TrackedSegment; match: boolean }> = [];
-    const inSql = newEvents ? [] : touched.filter((t) => t.deps.events.size > 0).map((t) => t.seg);
+    // Decided in memory: segments that read no events, every segment of a new contact (its events
+    // are the ones this write recorded), and event-reading ones whose other filters decide alone
+    // (`plan = enterprise AND triggered invite_sent` for a contact on another plan). The rest: SQL.
+    const decided = new Map<TrackedSegment, boolean>();
+    const inSql: TrackedSegment[] = [];
+    for (const { seg, deps } of touched) {
+      try {
+        const opts = { now: this.now, memberships: stored, segments: plan.segments };
+        const known = newEvents || deps.events.size === 0 ? evaluateInMemory(seg.tree, contact, { ...opts, events: newEvents ?? [] }) : evaluateKnown(seg.tree, contact, opts);
+        if (known === undefined) inSql.push(seg);
+        else decided.set(seg, known);
+      } catch (e) {
+        this.fail([seg], e);
+      }
+    }
     let sqlMatches: boolean[] = [];
     try {
       sqlMatches = this.matchInSql(plan, inSql, contact.id);
     } catch (e) {
       this.fail(inSql, e);
     }
-    for (const { seg, deps } of touched) {
-      let match: boolean;
-      if (!newEvents && deps.events.size > 0) {
-        const k = inSql.indexOf(seg);
-        if (k >= sqlMatches.length) continue; // its query failed
-        match = sqlMatches[k]!;
-      } else {
-        try {
-          match = evaluateInMemory(seg.tree, contact, { now: this.now, events: newEvents ?? [], memberships: stored, segments: plan.segments });
-        } catch (e) {
-          this.fail([seg], e);
-          continue;
-        }
-      }
-      if (match !== stored.has(seg.id)) moves.push({ seg, match });
+    inSql.forEach((seg, k) => {
+      if (k < sqlMatches.length) decided.set(seg, sqlMatches[k]!);
+    });
+    for (const { seg } of touched) {
+      const match = decided.get(seg);
+      if (match !== undefined && match !== stored.has(seg.id)) moves.push({ seg, match });
     }
     for (const { seg, match } of moves) {
       this.events.push(writeMoveRaw(this.sqlite, plan.projectId, this.now, seg, contact.id, match));
