@@ -7,6 +7,7 @@ import {
   conditionReferences,
   contactMatches,
   evaluateInMemory,
+  evaluateKnown,
   normalizeCondition,
   validateCondition,
   type ConditionTree as Tree,
@@ -62,14 +63,14 @@ export interface LoadedContact {
   updated_at: number;
 }
 
-/** A config's normalized tree, and whether it reads only the contact and the facts (no events, no segments). */
-const prepared = new WeakMap<Record<string, unknown>, { tree: Tree; inMemory: boolean }>();
+/** A config's normalized tree, and what it reads besides the contact and the facts. */
+const prepared = new WeakMap<Record<string, unknown>, { tree: Tree; events: boolean; segments: boolean }>();
 function prepare(config: Record<string, unknown>) {
   let p = prepared.get(config);
   if (!p) {
     const tree = normalizeCondition(treeOf(config)) as Tree;
     const refs = conditionReferences(tree, "workflow");
-    prepared.set(config, (p = { tree, inMemory: !refs.events.length && !refs.segments.length }));
+    prepared.set(config, (p = { tree, events: refs.events.length > 0, segments: refs.segments.length > 0 }));
   }
   return p;
 }
@@ -77,17 +78,21 @@ function prepare(config: Record<string, unknown>) {
 /**
  * Whether the contact matches the CONDITION config: the one condition compiler, for one contact. A
  * tree over the contact's own fields and the facts is evaluated in memory on the loaded row (the same
- * semantics, property-tested against the SQL); one over events or segments is a query.
+ * semantics, property-tested against the SQL); so is one over events whose other filters decide
+ * alone (evaluateKnown, three-valued). The rest (events that decide, segments) is a query.
  */
 export async function contactMatchesTree(db: Db, config: Record<string, unknown>, opts: MatchOptions, contact?: LoadedContact): Promise<boolean> {
-  const { tree, inMemory } = prepare(config);
-  if (contact && inMemory) {
+  const { tree, events, segments } = prepare(config);
+  if (contact && !segments) {
     let data: Record<string, unknown> = {};
     try {
       data = contact.data ? (JSON.parse(contact.data) as Record<string, unknown>) : {};
     } catch {}
     const mem = { id: contact.id, email: contact.email, subscribed: contact.subscribed === 1, data, createdAt: contact.created_at, updatedAt: contact.updated_at };
-    return evaluateInMemory(tree, mem, { now: opts.now, events: [], memberships: [], facts: opts.facts, mode: "workflow" });
+    const opt = { now: opts.now, memberships: [], facts: opts.facts, mode: "workflow" as const };
+    if (!events) return evaluateInMemory(tree, mem, { ...opt, events: [] });
+    const known = evaluateKnown(tree, mem, opt);
+    if (known !== undefined) return known;
   }
   return contactMatches(db, tree, { projectId: opts.projectId, contactId: opts.contactId, now: opts.now, facts: opts.facts, mode: "workflow" });
 }

@@ -245,6 +245,29 @@ describe("executions", () => {
     expect(badField.body.error.errors.map((e: any) => e.field)).toContain("config.field");
   });
 
+  test("CONDITION over contact data AND an event: decided by the data alone when it can, by the event otherwise", async () => {
+    const wf = await createWorkflow(c);
+    const tree = { logic: "AND", groups: [{ filters: [{ field: "data.plan", operator: "equals", value: "pro" }, { field: "event.purchase", operator: "triggered" }] }] };
+    const cond = await addStep(c, wf.id, "CONDITION", tree);
+    const yes = await addStep(c, wf.id, "EXIT", { reason: "yes" });
+    const no = await addStep(c, wf.id, "EXIT", { reason: "no" });
+    await link(c, wf.id, cond.id, yes.id, "yes");
+    await link(c, wf.id, cond.id, no.id, "no");
+    await must(c.api(`/workflows/${wf.id}`, { method: "PATCH", key: c.key, body: { triggerType: "MANUAL", enabled: true } }), 200);
+    // A purchase on a free plan (the data decides: no), a pro that bought (yes), a pro that did not (no).
+    const track = (email: string, event: string, data: Record<string, unknown>) => must(c.api("/v1/track", { key: env.acct.publicKey, body: { email, event, data } }), 200);
+    await track(`free-buyer@${RCPT}`, "purchase", { plan: "free" });
+    await track(`pro-buyer@${RCPT}`, "purchase", { plan: "pro" });
+    await track(`pro-browser@${RCPT}`, "page_view", { plan: "pro" });
+    const reasons: string[] = [];
+    for (const email of [`free-buyer@${RCPT}`, `pro-buyer@${RCPT}`, `pro-browser@${RCPT}`]) {
+      const ct = await contact(c, email);
+      const e = await start(c, wf.id, { contactId: ct.id });
+      reasons.push((await waitForExecution(c, wf.id, e.id, "EXITED")).exitReason);
+    }
+    expect(reasons).toEqual(["no", "yes", "no"]);
+  });
+
   test("MARKETING email skips an unsubscribed contact and goes on", async () => {
     const wf = await chain(c, [
       ["SEND_EMAIL", { templateId: marketingId }],
