@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { migrate } from "../../src/db/migrate";
+import { freePort } from "./lib";
 
 const ROOT = join(import.meta.dir, "../..");
 const MAIN = join(ROOT, "src/main.ts");
@@ -37,7 +38,8 @@ export interface BenchServer {
 
 /** Runs `mailsvc serve` in a child process (its own thread and core), request logs off, rate limit lifted. */
 export async function startBenchServer(db: string, env: Record<string, string> = {}, opts: { cpu?: string } = {}): Promise<BenchServer> {
-  const port = 20000 + Math.floor(Math.random() * 20000);
+  // A port the kernel just handed out (a random one collided with other listeners on a shared machine).
+  const port = await freePort();
   // BENCH_PROFILE=<dir>: the server writes a CPU profile (markdown) there on exit.
   const prof = process.env.BENCH_PROFILE ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
   // opts.cpu: pin the server to those cores (taskset keeps the pid).

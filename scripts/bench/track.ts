@@ -9,7 +9,7 @@
 //   bun scripts/bench/track.ts [seconds=10]
 import { basename, join } from "node:path";
 import { createProject, fmt, openMigrated, startBenchServer, tempDb } from "./audience-helpers";
-import { threadCpu, threadCpuDelta } from "./lib";
+import { freePort, threadCpu, threadCpuDelta } from "./lib";
 
 const seconds = Number(process.argv[2] ?? 10);
 const CONNECTIONS = 50;
@@ -186,7 +186,7 @@ end
   // Ceiling: bare Bun.serve + one raw upsert+insert transaction per request, on core 0.
   const c = tempDb();
   openMigrated(c.db).close();
-  const port = 40000 + Math.floor(Math.random() * 20000);
+  const port = await freePort();
   const ceilingCode = `
 import { Database } from "bun:sqlite";
 const db = new Database(${JSON.stringify(c.db)}, { strict: true });
