@@ -22,6 +22,18 @@ beforeAll(async () => {
 }, 30_000);
 afterAll(() => env?.close());
 
+/** An enabled MANUAL workflow: CONDITION `tree`, then EXIT "yes" or EXIT "no" (the exit reason tells the branch). */
+async function yesNo(tree: unknown) {
+  const wf = await createWorkflow(c);
+  const cond = await addStep(c, wf.id, "CONDITION", tree);
+  const yes = await addStep(c, wf.id, "EXIT", { reason: "yes" });
+  const no = await addStep(c, wf.id, "EXIT", { reason: "no" });
+  await link(c, wf.id, cond.id, yes.id, "yes");
+  await link(c, wf.id, cond.id, no.id, "no");
+  await must(c.api(`/workflows/${wf.id}`, { method: "PATCH", key: c.key, body: { triggerType: "MANUAL", enabled: true } }), 200);
+  return wf;
+}
+
 describe("workflow CRUD", () => {
   test("create is always EVENT and disabled; get has steps and transitions", async () => {
     const r = await c.api("/workflows", { key: c.key, body: { name: "W", triggerType: "MANUAL", enabled: true, triggerConfig: { eventName: "signup" } } });
@@ -216,14 +228,7 @@ describe("executions", () => {
   });
 
   test("CONDITION through the condition compiler: a tree with workflow.* facts and contact fields; invalid trees are 422", async () => {
-    const wf = await createWorkflow(c);
-    const tree = { logic: "OR", groups: [{ filters: [{ field: "workflow.tier", operator: "equals", value: "gold" }] }, { filters: [{ field: "email", operator: "endsWith", value: "@vip.test" }] }] };
-    const cond = await addStep(c, wf.id, "CONDITION", tree);
-    const yes = await addStep(c, wf.id, "EXIT", { reason: "yes" });
-    const no = await addStep(c, wf.id, "EXIT", { reason: "no" });
-    await link(c, wf.id, cond.id, yes.id, "yes");
-    await link(c, wf.id, cond.id, no.id, "no");
-    await must(c.api(`/workflows/${wf.id}`, { method: "PATCH", key: c.key, body: { triggerType: "MANUAL", enabled: true } }), 200);
+    const wf = await yesNo({ logic: "OR", groups: [{ filters: [{ field: "workflow.tier", operator: "equals", value: "gold" }] }, { filters: [{ field: "email", operator: "endsWith", value: "@vip.test" }] }] });
     const gold = await contact(c, `gold@${RCPT}`);
     const vip = await contact(c, "boss@vip.test");
     const plain = await contact(c, `plain@${RCPT}`);
@@ -246,14 +251,7 @@ describe("executions", () => {
   });
 
   test("CONDITION over contact data AND an event: decided by the data alone when it can, by the event otherwise", async () => {
-    const wf = await createWorkflow(c);
-    const tree = { logic: "AND", groups: [{ filters: [{ field: "data.plan", operator: "equals", value: "pro" }, { field: "event.purchase", operator: "triggered" }] }] };
-    const cond = await addStep(c, wf.id, "CONDITION", tree);
-    const yes = await addStep(c, wf.id, "EXIT", { reason: "yes" });
-    const no = await addStep(c, wf.id, "EXIT", { reason: "no" });
-    await link(c, wf.id, cond.id, yes.id, "yes");
-    await link(c, wf.id, cond.id, no.id, "no");
-    await must(c.api(`/workflows/${wf.id}`, { method: "PATCH", key: c.key, body: { triggerType: "MANUAL", enabled: true } }), 200);
+    const wf = await yesNo({ logic: "AND", groups: [{ filters: [{ field: "data.plan", operator: "equals", value: "pro" }, { field: "event.purchase", operator: "triggered" }] }] });
     // A purchase on a free plan (the data decides: no), a pro that bought (yes), a pro that did not (no).
     const track = (email: string, event: string, data: Record<string, unknown>) => must(c.api("/v1/track", { key: env.acct.publicKey, body: { email, event, data } }), 200);
     await track(`free-buyer@${RCPT}`, "purchase", { plan: "free" });
