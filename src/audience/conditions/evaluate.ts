@@ -176,21 +176,14 @@ function filter(st: St, f: ConditionFilter): Tri {
   }
 }
 
-/** AND of three-valued results: false wins, then undefined. */
-function all(values: Iterable<Tri>): Tri {
-  let out: Tri = true;
+/**
+ * AND (`wins` false) or OR (`wins` true) of three-valued results: the first `wins` decides (the rest
+ * are not evaluated), else undefined if any was, else !wins.
+ */
+function combine(values: Iterable<Tri>, wins: boolean): Tri {
+  let out: Tri = !wins;
   for (const v of values) {
-    if (v === false) return false;
-    if (v === undefined) out = undefined;
-  }
-  return out;
-}
-
-/** OR of three-valued results: true wins, then undefined. */
-function any(values: Iterable<Tri>): Tri {
-  let out: Tri = false;
-  for (const v of values) {
-    if (v === true) return true;
+    if (v === wins) return wins;
     if (v === undefined) out = undefined;
   }
   return out;
@@ -204,8 +197,8 @@ function* groupValues(st: St, g: NonNullable<ConditionTree["groups"]>[number]): 
 function tree(st: St, t: ConditionTree): Tri {
   const groups = t.groups ?? [];
   if (!groups.length) return true;
-  const results = groups.map((g) => all(groupValues(st, g)));
-  return String(t.logic).toUpperCase() === "OR" ? any(results) : all(results);
+  const results = groups.map((g) => combine(groupValues(st, g), false));
+  return combine(results, String(t.logic).toUpperCase() === "OR");
 }
 
 function state(contact: MemContact, opts: EvaluateOptions, noEvents: boolean): St {
