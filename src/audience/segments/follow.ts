@@ -137,15 +137,14 @@ export class SegmentFollower {
     if (!touched.length) return;
     const stored = change.isNew ? new Set<string>() : new Set(this.sqlite.query<{ segment_id: string }, [string]>(STORED).all(contact.id).map((r) => r.segment_id));
     const newEvents: MemEvent[] | null = change.isNew ? change.events.map((name) => ({ name, createdAt: this.now })) : null;
-    const moves: Array<{ seg: TrackedSegment; match: boolean }> = [];
     // Decided in memory: segments that read no events, every segment of a new contact (its events
     // are the ones this write recorded), and event-reading ones whose other filters decide alone
     // (`plan = enterprise AND triggered invite_sent` for a contact on another plan). The rest: SQL.
     const decided = new Map<TrackedSegment, boolean>();
     const inSql: TrackedSegment[] = [];
+    const opts = { now: this.now, memberships: stored, segments: plan.segments };
     for (const { seg, deps } of touched) {
       try {
-        const opts = { now: this.now, memberships: stored, segments: plan.segments };
         const known = newEvents || deps.events.size === 0 ? evaluateInMemory(seg.tree, contact, { ...opts, events: newEvents ?? [] }) : evaluateKnown(seg.tree, contact, opts);
         if (known === undefined) inSql.push(seg);
         else decided.set(seg, known);
@@ -162,11 +161,10 @@ export class SegmentFollower {
     inSql.forEach((seg, k) => {
       if (k < sqlMatches.length) decided.set(seg, sqlMatches[k]!);
     });
+    // Every match is decided (the one query has run): now the moves, in the segments' order.
     for (const { seg } of touched) {
       const match = decided.get(seg);
-      if (match !== undefined && match !== stored.has(seg.id)) moves.push({ seg, match });
-    }
-    for (const { seg, match } of moves) {
+      if (match === undefined || match === stored.has(seg.id)) continue;
       this.events.push(writeMoveRaw(this.sqlite, plan.projectId, this.now, seg, contact.id, match));
       this.deltas.set(seg.id, (this.deltas.get(seg.id) ?? 0) + (match ? 1 : -1));
     }
