@@ -115,10 +115,11 @@ export async function writeMembershipChanges(trx: Transaction<DB>, projectId: st
 // ---- contact writes -------------------------------------------------------------------------------
 
 /**
- * Re-evaluates written contacts against every tracked DYNAMIC segment of the project: one query for
- * all segments (a CASE column per segment), one for the stored rows, the diff and its events in the
- * same transaction (raw statements: the /v1/track hot path, see membership-raw.ts), then the event
- * feed is woken. Nothing at all when the project tracks no segment.
+ * The contactsChanged hook of every contact write but /v1/track (which follows its tracked segments
+ * inside its own transaction, see follow.ts). Re-evaluates the written contacts against every
+ * tracked DYNAMIC segment of the project: one query for all segments (a CASE column per segment),
+ * one for the stored rows, the diff and its events in the same transaction (raw statements, see
+ * membership-raw.ts), then the event feed is woken. Nothing at all when the project tracks no segment.
  */
 export async function reevaluateContacts(ctx: AppContext, projectId: string, contactIds: readonly string[]): Promise<void> {
   const plan = await trackFollowPlan(ctx, projectId);
@@ -216,11 +217,3 @@ export async function sweepSegments(ctx: AppContext): Promise<void> {
     }
   }
 }
-
-// ---- the contactsChanged hook --------------------------------------------------------------------------
-
-/**
- * The contactsChanged hook of every contact write but /v1/track (which follows its tracked segments
- * inside its own transaction, see follow.ts): the written contacts, re-evaluated at once.
- */
-export const onContactsChanged = (ctx: AppContext, projectId: string, contactIds: readonly string[]): Promise<void> => reevaluateContacts(ctx, projectId, contactIds);

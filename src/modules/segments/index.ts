@@ -1,4 +1,4 @@
-import { onContactsChanged, sweepSegments } from "../../audience/segments/membership";
+import { reevaluateContacts, sweepSegments } from "../../audience/segments/membership";
 import type { ModuleDef } from "../module";
 import { segmentRoutes } from "./routes";
 import { eventUsage, fieldUsage, resetProjectSegments } from "./service";
@@ -11,7 +11,7 @@ export const segmentsModule: ModuleDef = {
   name: "segments",
   routes: segmentRoutes,
   install(ctx) {
-    ctx.hooks.contactsChanged.push(onContactsChanged);
+    ctx.hooks.contactsChanged.push(reevaluateContacts);
     ctx.hooks.fieldUsage.push(fieldUsage);
     ctx.hooks.eventUsage.push(eventUsage);
     ctx.hooks.resetProject.push(resetProjectSegments);
