@@ -19,7 +19,7 @@ import { SmtpClient } from "../../src/mail/smtp-client";
 import { composeAlternative, toWire } from "../../src/mail/compose";
 import { toSmtpData } from "../../src/mail/smtp-data";
 import { htmlToText } from "../../src/mail/html-text";
-import { fmt, freePort, ROOT, rssMb, rssParts, tempDir, threadCpu, threadCpuDelta, waitFor } from "./lib";
+import { fmt, freePort, ROOT, rssMb, rssParts, smapsTop, tempDir, threadCpu, threadCpuDelta, waitFor } from "./lib";
 
 const N = Number(process.argv[2] ?? 100_000);
 const RCPT_DOMAIN = "bench-rcpt.test";
@@ -186,11 +186,13 @@ let rssMax = rssMb(svcProc.pid);
 const rssIdle = rssMax;
 // The peak, and its split into anonymous / file-backed / shared memory read at that moment.
 let rssPeakParts = rssParts(svcProc.pid);
+let rssPeakMaps = smapsTop(svcProc.pid);
 const rssTimer = setInterval(() => {
   const rss = rssMb(svcProc.pid);
   if (rss > rssMax) {
     rssMax = rss;
     rssPeakParts = rssParts(svcProc.pid);
+    rssPeakMaps = smapsTop(svcProc.pid);
   }
 }, 100);
 const latencies: number[] = [];
@@ -253,5 +255,6 @@ console.log(`campaign end to end: ${fmt(stats.count)} messages (${fmt(stats.uniq
 console.log(`POST /v1/track during the campaign: p50 ${pct(50)} ms, p99 ${pct(99)} ms over ${latencies.length} requests  (bar p99 < 25 ms: ${Number(pct(99)) < 25 ? "PASS" : "FAIL"})`);
 console.log(`server RSS max during the campaign: ${rssMax} MB (idle before: ${rssIdle} MB)  (bar < 160 MB: ${rssMax < 160 ? "PASS" : "FAIL"})`);
 console.log(`  RSS at its peak: anon ${rssPeakParts.anon} MB, file ${rssPeakParts.file} MB, shmem ${rssPeakParts.shmem} MB`);
+console.log(`  anonymous memory at the peak, largest mappings:\n    ${rssPeakMaps}`);
 console.log(`CPU during the campaign (per thread): server ${cpuServer}; sink ${cpuSink}`);
 process.exit(0);

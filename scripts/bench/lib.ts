@@ -159,3 +159,33 @@ export function threadCpuDelta(before: Map<string, number>, after: Map<string, n
   rows.sort((a, b) => b[1] - a[1]);
   return rows.map(([n, s]) => `${n} ${s.toFixed(1)} s`).join(", ");
 }
+
+/**
+ * The anonymous memory of a process by mapping (/proc/<pid>/smaps): the `n` largest resident ones,
+ * each with its size, permissions and name ([heap] is glibc's main arena; unnamed 64 MB-aligned
+ * ones are glibc thread arenas; the rest are JSC's and mimalloc's regions), and the total of the rest.
+ */
+export function smapsTop(pid: number, n = 12): string {
+  let text = "";
+  try {
+    text = (require("node:fs") as typeof import("node:fs")).readFileSync(`/proc/${pid}/smaps`, "utf8");
+  } catch {
+    return "smaps unavailable";
+  }
+  const maps: { head: string; size: number; anon: number }[] = [];
+  let cur: { head: string; size: number; anon: number } | null = null;
+  for (const line of text.split("\n")) {
+    const h = /^([0-9a-f]+)-([0-9a-f]+) (\S+) \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (h) {
+      cur = { head: `${h[3]} ${h[4] || "(anon)"}`, size: (parseInt(h[2]!, 16) - parseInt(h[1]!, 16)) / 1048576, anon: 0 };
+      maps.push(cur);
+      continue;
+    }
+    const a = /^Anonymous:\s+(\d+) kB/.exec(line);
+    if (a && cur) cur.anon = Number(a[1]) / 1024;
+  }
+  maps.sort((x, y) => y.anon - x.anon);
+  const top = maps.slice(0, n).map((m) => `${m.anon.toFixed(1)} MB of ${m.size.toFixed(1)} MB ${m.head}`);
+  const rest = maps.slice(n).reduce((s, m) => s + m.anon, 0);
+  return [...top, `${rest.toFixed(1)} MB in ${maps.length - n} other mappings`].join("\n    ");
+}
