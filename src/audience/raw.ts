@@ -10,6 +10,10 @@ import { newEventId, type RecordedEvent } from "./events";
 
 const SELECT_BY_EMAIL =
   "SELECT id, project_id, email, subscribed, data, created_at, updated_at FROM contacts WHERE project_id = ? AND email = ?";
+// The same row plus the contact's stored segment memberships (ids, space-separated): what the
+// tracked-segment follower diffs against, read in the one lookup instead of a second statement.
+const SELECT_BY_EMAIL_WITH_MEMBERSHIPS =
+  "SELECT id, project_id, email, subscribed, data, created_at, updated_at, (SELECT group_concat(m.segment_id, ' ') FROM segment_members m WHERE m.contact_id = contacts.id) AS memberships FROM contacts WHERE project_id = ? AND email = ?";
 const INSERT_CONTACT =
   "INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)";
 const UPDATE_CONTACT = "UPDATE contacts SET subscribed = ?, data = ?, updated_at = ? WHERE id = ?";
@@ -30,11 +34,22 @@ export interface RawUpsertResult {
   changedKeys: readonly string[];
   /** The subscription event the write recorded, if it flipped `subscribed`. */
   flip: string | null;
+  /** The contact's stored segment memberships before the write (asked with `withMemberships`; empty for a new contact). */
+  memberships?: ReadonlySet<string>;
 }
 
-export function upsertContactRaw(sqlite: Database, now: number, input: UpsertInput): RawUpsertResult {
+export function upsertContactRaw(sqlite: Database, now: number, input: UpsertInput, opts: { withMemberships?: boolean } = {}): RawUpsertResult {
   const email = normalizeContactEmail(input.email);
-  const existing = sqlite.query<ContactRow, [string, string]>(SELECT_BY_EMAIL).get(input.projectId, email);
+  const row = sqlite
+    .query<ContactRow & { memberships?: string | null }, [string, string]>(opts.withMemberships ? SELECT_BY_EMAIL_WITH_MEMBERSHIPS : SELECT_BY_EMAIL)
+    .get(input.projectId, email);
+  let memberships: ReadonlySet<string> | undefined;
+  let existing: ContactRow | null = row;
+  if (row && opts.withMemberships) {
+    const { memberships: ids, ...rest } = row;
+    existing = rest;
+    memberships = new Set(ids ? ids.split(" ") : []);
+  } else if (opts.withMemberships) memberships = new Set();
   const plan = planUpsert(existing, input);
   const events: RecordedEvent[] = [];
   let contact: ContactRow;
@@ -64,6 +79,7 @@ export function upsertContactRaw(sqlite: Database, now: number, input: UpsertInp
     stored: plan.stored,
     changedKeys: plan.changedKeys,
     flip: plan.flip,
+    memberships,
   };
 }
 

@@ -131,11 +131,16 @@ export class SegmentFollower {
     private readonly onError: (segmentId: string, e: unknown) => void,
   ) {}
 
-  /** Re-evaluates `contact` against the tracked segments `change` touches; writes the moves. */
-  follow(plan: FollowPlan, contact: MemContact, change: ContactChange): void {
+  /**
+   * Re-evaluates `contact` against the tracked segments `change` touches; writes the moves.
+   * `memberships`: the contact's stored memberships when the caller read them with the row
+   * (raw.ts upsertContactRaw withMemberships); otherwise they are read here.
+   */
+  follow(plan: FollowPlan, contact: MemContact, change: ContactChange, memberships?: ReadonlySet<string>): void {
     const touched = plan.tracked.filter((t) => touches(t.deps, change) && !this.failed.has(t.seg.id));
     if (!touched.length) return;
-    const stored = change.isNew ? new Set<string>() : new Set(this.sqlite.query<{ segment_id: string }, [string]>(STORED).all(contact.id).map((r) => r.segment_id));
+    const stored =
+      memberships ?? (change.isNew ? new Set<string>() : new Set(this.sqlite.query<{ segment_id: string }, [string]>(STORED).all(contact.id).map((r) => r.segment_id)));
     const newEvents: MemEvent[] | null = change.isNew ? change.events.map((name) => ({ name, createdAt: this.now })) : null;
     // Decided in memory: segments that read no events, every segment of a new contact (its events
     // are the ones this write recorded), and event-reading ones whose other filters decide alone
