@@ -43,13 +43,15 @@ export function upsertContactRaw(sqlite: Database, now: number, input: UpsertInp
   const row = sqlite
     .query<ContactRow & { memberships?: string | null }, [string, string]>(opts.withMemberships ? SELECT_BY_EMAIL_WITH_MEMBERSHIPS : SELECT_BY_EMAIL)
     .get(input.projectId, email);
-  let memberships: ReadonlySet<string> | undefined;
   let existing: ContactRow | null = row;
-  if (row && opts.withMemberships) {
-    const { memberships: ids, ...rest } = row;
-    existing = rest;
-    memberships = new Set(ids ? ids.split(" ") : []);
-  } else if (opts.withMemberships) memberships = new Set();
+  let memberships: ReadonlySet<string> | undefined;
+  if (opts.withMemberships) {
+    memberships = new Set(row?.memberships ? row.memberships.split(" ") : []);
+    if (row) {
+      const { memberships: _ids, ...rest } = row;
+      existing = rest;
+    }
+  }
   const plan = planUpsert(existing, input);
   const events: RecordedEvent[] = [];
   let contact: ContactRow;

@@ -53,7 +53,8 @@ export function applyTrack(sqlite: Database, now: number, input: TrackInput, fol
     const c = r.contact;
     const contact = { id: c.id, email: c.email, subscribed: c.subscribed === 1, data: r.stored, createdAt: c.created_at, updatedAt: c.updated_at };
     const recorded = r.flip ? [r.flip, input.event] : [input.event];
-    follow.follower.follow(follow.plan, contact, { isNew: r.isNew, keys: r.changedKeys, events: recorded, subscribed: r.flip !== null, updated: r.changed }, r.memberships);
+    // r.memberships: asked for above (withMemberships), so always set here.
+    follow.follower.follow(follow.plan, contact, { isNew: r.isNew, keys: r.changedKeys, events: recorded, subscribed: r.flip !== null, updated: r.changed }, r.memberships!);
   }
   return { contactId: r.contact.id, eventId, createdAt: now, events };
 }

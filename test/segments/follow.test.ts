@@ -93,7 +93,8 @@ describe("SegmentFollower on a real database", () => {
         throw e;
       });
       aud.sqlite.transaction(() => {
-        for (const c of contacts) follower.follow(plan, c, { isNew: false, keys: ["plan"], events: ["purchase", "email.open"], subscribed: true, updated: true });
+        // No stored memberships yet (the Audience seeds none): every match is an entry.
+        for (const c of contacts) follower.follow(plan, c, { isNew: false, keys: ["plan"], events: ["purchase", "email.open"], subscribed: true, updated: true }, new Set());
         follower.finish();
       })();
       for (const t of tracked) {

@@ -115,8 +115,6 @@ export function followPlan(projectId: string, tracked: readonly TrackedSegment[]
   return { projectId, segments, tracked: tracked.map((seg) => ({ seg, deps: segmentDeps(seg.tree, segments) })) };
 }
 
-const STORED = "SELECT segment_id FROM segment_members WHERE contact_id = ?";
-
 export class SegmentFollower {
   /** Entry/exit events recorded (hand them to notifyEvents after the commit). */
   readonly events: RecordedEvent[] = [];
@@ -133,14 +131,12 @@ export class SegmentFollower {
 
   /**
    * Re-evaluates `contact` against the tracked segments `change` touches; writes the moves.
-   * `memberships`: the contact's stored memberships when the caller read them with the row
-   * (raw.ts upsertContactRaw withMemberships); otherwise they are read here.
+   * `stored`: the contact's stored memberships before the write, read with its row in the same
+   * look-up (raw.ts upsertContactRaw withMemberships).
    */
-  follow(plan: FollowPlan, contact: MemContact, change: ContactChange, memberships?: ReadonlySet<string>): void {
+  follow(plan: FollowPlan, contact: MemContact, change: ContactChange, stored: ReadonlySet<string>): void {
     const touched = plan.tracked.filter((t) => touches(t.deps, change) && !this.failed.has(t.seg.id));
     if (!touched.length) return;
-    const stored =
-      memberships ?? (change.isNew ? new Set<string>() : new Set(this.sqlite.query<{ segment_id: string }, [string]>(STORED).all(contact.id).map((r) => r.segment_id)));
     const newEvents: MemEvent[] | null = change.isNew ? change.events.map((name) => ({ name, createdAt: this.now })) : null;
     // Decided in memory: segments that read no events, every segment of a new contact (its events
     // are the ones this write recorded), and event-reading ones whose other filters decide alone
