@@ -187,10 +187,16 @@ const rssIdle = rssMax;
 // The peak, and its split into anonymous / file-backed / shared memory read at that moment.
 let rssPeakParts = rssParts(svcProc.pid);
 let rssPeakMaps = smapsTop(svcProc.pid);
+let rssPeakAt = 0;
+let tStart = Date.now();
+const rssBySecond: number[] = []; // the largest sample of each second since the send
 const rssTimer = setInterval(() => {
   const rss = rssMb(svcProc.pid);
+  const sec = Math.floor((Date.now() - tStart) / 1000);
+  rssBySecond[sec] = Math.max(rssBySecond[sec] ?? 0, rss);
   if (rss > rssMax) {
     rssMax = rss;
+    rssPeakAt = (Date.now() - tStart) / 1000;
     rssPeakParts = rssParts(svcProc.pid);
     rssPeakMaps = smapsTop(svcProc.pid);
   }
@@ -207,6 +213,7 @@ const prober = (async () => {
 const cpuServer0 = threadCpu(svcProc.pid);
 const cpuSink0 = threadCpu(sinkProc.pid);
 const t0 = Date.now();
+tStart = t0;
 const sent = await api(`/campaigns/${campaignId}/send`, { key, method: "POST" });
 if (sent.status !== 200) throw new Error(`send: ${sent.status} ${sent.text}`);
 const ro = new Database(dbPath, { readonly: true });
@@ -254,6 +261,7 @@ console.log(`fan-out of ${fmt(status?.total_recipients ?? 0)} recipients: ${(fan
 console.log(`campaign end to end: ${fmt(stats.count)} messages (${fmt(stats.unique)} recipients, ${stats.duplicates} duplicates, ${(stats.bytes / Math.max(1, stats.count) / 1024).toFixed(1)} KB avg) in ${elapsed.toFixed(2)} s = ${fmt(rate)} msg/s, campaign ${status?.status}  (bar >= 1,000: ${rate >= 1000 ? "PASS" : "FAIL"}; ${Number.isNaN(ratio) ? "no /v1/send figure" : `${ratio.toFixed(2)}x /v1/send (bar >= 1.25x: ${ratio >= 1.25 ? "PASS" : "FAIL"})`})`);
 console.log(`POST /v1/track during the campaign: p50 ${pct(50)} ms, p99 ${pct(99)} ms over ${latencies.length} requests  (bar p99 < 25 ms: ${Number(pct(99)) < 25 ? "PASS" : "FAIL"})`);
 console.log(`server RSS max during the campaign: ${rssMax} MB (idle before: ${rssIdle} MB)  (bar < 160 MB: ${rssMax < 160 ? "PASS" : "FAIL"})`);
+console.log(`  peak ${rssPeakAt.toFixed(1)} s after the send; largest RSS of each second: ${rssBySecond.map((v) => v ?? "-").join(" ")}`);
 console.log(`  RSS at its peak: anon ${rssPeakParts.anon} MB, file ${rssPeakParts.file} MB, shmem ${rssPeakParts.shmem} MB`);
 console.log(`  anonymous memory at the peak, largest mappings:\n    ${rssPeakMaps}`);
 console.log(`CPU during the campaign (per thread): server ${cpuServer}; sink ${cpuSink}`);
