@@ -38,6 +38,8 @@ export interface OutboxStore {
   loadContents(ids: string[]): Promise<ContentRow[]>;
   /** The addresses among `emails` suppressed in the project. */
   suppressedAmong(projectId: string, emails: string[]): Promise<Set<string>>;
+  /** The contacts among `contactIds` that are unsubscribed now (MARKETING/HEADLESS mail never reaches them). */
+  unsubscribedAmong(contactIds: string[]): Promise<Set<string>>;
   /** The tracking mode of each project (once per claimed batch, instead of a query per message). */
   trackingModes(projectIds: string[]): Promise<Map<string, string>>;
   /** Which of these campaigns are CANCELLED (a claimed email of one is never sent, even after a restart). */
@@ -67,6 +69,7 @@ export function outboxStore(ctx: AppContext): OutboxStore {
     expiredLeases: (now) => exclusive((sqlite) => expiredLeases(sqlite, now)),
     loadContents: (ids) => exclusive((sqlite) => loadContents(sqlite, ids)),
     suppressedAmong: (projectId, emails) => exclusive((sqlite) => suppressedAmongRaw(sqlite, projectId, emails)),
+    unsubscribedAmong: (contactIds) => exclusive((sqlite) => unsubscribedAmong(sqlite, contactIds)),
     trackingModes: (projectIds) => exclusive((sqlite) => trackingModes(sqlite, projectIds)),
     cancelledAmong: (campaignIds) => exclusive((sqlite) => cancelledAmong(sqlite, campaignIds)),
     systemSigningProject: (domain) => exclusive((sqlite) => systemSigningProject(sqlite, domain)),
@@ -151,6 +154,14 @@ function trackingModes(sqlite: Database, projectIds: string[]): Map<string, stri
     .query<{ id: string; tracking: string }, [string]>("SELECT id, tracking FROM projects WHERE id IN (SELECT value FROM json_each(?))")
     .all(JSON.stringify(projectIds));
   return new Map(rows.map((r) => [r.id, r.tracking]));
+}
+
+function unsubscribedAmong(sqlite: Database, contactIds: string[]): Set<string> {
+  if (!contactIds.length) return new Set();
+  const rows = sqlite
+    .query<{ id: string }, [string]>("SELECT id FROM contacts WHERE subscribed = 0 AND id IN (SELECT value FROM json_each(?))")
+    .all(JSON.stringify(contactIds));
+  return new Set(rows.map((r) => r.id));
 }
 
 function cancelledAmong(sqlite: Database, campaignIds: string[]): string[] {

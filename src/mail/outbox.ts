@@ -3,7 +3,8 @@
 //
 //   claim -> guard -> plan -> build -> send -> settle
 //
-// guard stops an email that must not be attempted (suppressed address, missing content); plan
+// guard stops an email that must not be attempted (cancelled campaign, suppressed address, missing
+// content, a MARKETING/HEADLESS recipient who unsubscribed since it was queued); plan
 // gathers what needs the database or secrets (plan.ts); build renders and signs (build.ts, in the
 // build worker); send hands the bytes to the dispatcher (pool.ts, connections grouped per
 // destination); settle turns the result into the row's next state (next-state.ts, pure) and
@@ -75,6 +76,8 @@ interface BatchLookups {
   withdrawn: (row: ClaimedEmail) => boolean;
   /** `projectId|address` of the suppressed recipients. */
   suppressed: Set<string>;
+  /** Contacts of the batch's MARKETING/HEADLESS emails that have unsubscribed since their email was queued. */
+  unsubscribed: Set<string>;
   trackingModes: Map<string, string>;
 }
 
@@ -83,6 +86,10 @@ type Guard = (row: ClaimedEmail, batch: BatchLookups) => AttemptResult | null;
 
 /** An email of a campaign cancelled while it was in flight: settled CANCELLED, never sent. */
 const WITHDRAWN: AttemptResult = { kind: "cancelled", reply: "campaign cancelled before this email was sent" };
+/** MARKETING/HEADLESS mail to a contact who unsubscribed after it was queued: settled CANCELLED, never sent. */
+const UNSUBSCRIBED: AttemptResult = { kind: "cancelled", reply: "recipient unsubscribed before this email was sent" };
+/** Content types that only subscribed contacts receive (decisions.md "Templates, rendering, types"). */
+const NEEDS_SUBSCRIPTION = new Set(["MARKETING", "HEADLESS"]);
 
 const GUARDS: { name: string; check: Guard }[] = [
   {
@@ -96,6 +103,10 @@ const GUARDS: { name: string; check: Guard }[] = [
   {
     name: "content present",
     check: (row, b) => (b.contents(row.content_id) ? null : { kind: "unsendable", reply: "local error: email content missing" }),
+  },
+  {
+    name: "recipient still subscribed",
+    check: (row, b) => (row.contact_id && b.unsubscribed.has(row.contact_id) && NEEDS_SUBSCRIPTION.has(b.contents(row.content_id)?.type ?? "") ? UNSUBSCRIBED : null),
   },
 ];
 
@@ -302,10 +313,14 @@ export class Outbox {
     const suppressed = new Set<string>();
     for (const [pid, emails] of byProject) for (const e of await this.store.suppressedAmong(pid, emails)) suppressed.add(`${pid}|${e}`);
     const trackingModes = byProject.size ? await this.store.trackingModes([...byProject.keys()]) : new Map<string, string>();
+    // Subscription is checked when the email is queued and again here: a contact may unsubscribe
+    // while a campaign's emails wait in the queue (or between retries).
+    const needSubscription = rows.filter((r) => r.contact_id && NEEDS_SUBSCRIPTION.has(this.contents.get(r.content_id)?.type ?? "")).map((r) => r.contact_id!);
+    const unsubscribed = await this.store.unsubscribedAmong(needSubscription);
     // A campaign cancelled in another process, or before a restart that requeued its claimed emails.
     const campaigns = [...new Set(rows.map((r) => r.campaign_id).filter((id): id is string => id !== null))];
     if (campaigns.length) for (const id of await this.store.cancelledAmong(campaigns)) this.cancelCampaign(id);
-    return { contents: (id) => this.contents.get(id), withdrawn: (row) => this.withdrawn(row), suppressed, trackingModes };
+    return { contents: (id) => this.contents.get(id), withdrawn: (row) => this.withdrawn(row), suppressed, unsubscribed, trackingModes };
   }
 
   /** guard: the first guard that stops the email gives its outcome. */
