@@ -74,15 +74,29 @@ test("SEGMENT: the segment's members (subscribed ones for MARKETING); segment de
   const at = new Date(env.srv.clock.now() + 60_000).toISOString();
   expect((await api(`/campaigns/${c.id}/send`, { body: { scheduledFor: at } })).status).toBe(200);
   const del = await api(`/segments/${seg}`, { method: "DELETE" });
-  if (del.status !== 404) {
-    expect(del.status).toBe(409);
-    expect(del.body.error.code).toBe("INVALID_STATE");
-  }
+  expect(del.status).toBe(409);
+  expect(del.body.error.code).toBe("INVALID_STATE");
   env.srv.clock.advance(61_000);
   env.srv.ctx.jobs.wake();
   await waitForCampaign(env, c.id, "SENT");
   expect(env.sink.messages.flatMap((m) => m.to).sort()).toEqual([`f1@${RCPT}`, `p1@${RCPT}`]);
 }, 30_000);
+
+test("segment delete refused while a FILTERED campaign's condition uses it (memberOfSegment); allowed once the campaign is cancelled", async () => {
+  const seg = await staticSegment("Referenced", [ids[0]!]);
+  const tree = { logic: "AND", groups: [{ filters: [{ field: `segment.${seg}`, operator: "memberOfSegment" }] }] };
+  const c = await createCampaign(env, { audienceType: "FILTERED", audienceCondition: tree });
+  // A DRAFT does not hold the segment.
+  const at = new Date(env.srv.clock.now() + 3_600_000).toISOString();
+  expect((await api(`/campaigns/${c.id}/send`, { body: { scheduledFor: at } })).status).toBe(200);
+  const del = await api(`/segments/${seg}`, { method: "DELETE" });
+  expect(del.status).toBe(409);
+  expect(del.body.error.code).toBe("INVALID_STATE");
+  expect((await api(`/segments/${seg}`)).status).toBe(200);
+  expect((await api(`/campaigns/${c.id}/cancel`, { method: "POST" })).status).toBe(200);
+  expect((await api(`/segments/${seg}`, { method: "DELETE" })).status).toBe(200);
+  expect((await api(`/segments/${seg}`)).status).toBe(404);
+});
 
 test("usage endpoints name the campaigns: field, event, template", async () => {
   const tree = { logic: "AND", groups: [{ filters: [{ field: "data.plan", operator: "equals", value: "pro" }, { field: "event.signup", operator: "triggered" }] }] };

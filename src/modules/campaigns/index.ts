@@ -39,9 +39,12 @@ export const campaignsModule: ModuleDef = {
       const r = await c.db.selectFrom("campaigns").select((eb) => eb.fn.countAll<number>().as("n")).where("project_id", "=", projectId).executeTakeFirstOrThrow();
       return { campaigns: Number(r.n) };
     });
-    // DELETE /segments/:id is refused (409 INVALID_STATE) while a SCHEDULED or SENDING campaign uses it.
+    // DELETE /segments/:id is refused (409 INVALID_STATE) while a SCHEDULED or SENDING campaign uses it:
+    // as its SEGMENT audience or through `segment.<id>` in a FILTERED audience's condition.
     ctx.hooks.segmentInUse.push(async (c, projectId, segmentId) => {
-      const used = await q.activeCampaignsUsingSegment(c.db, projectId, segmentId);
+      const used = (await q.activeCampaignAudiences(c.db, projectId)).filter(
+        (r) => r.segment_id === segmentId || conditionReferences(parseStoredCondition(r.audience_condition)).segments.includes(segmentId),
+      );
       return used.length ? `${used.length} active campaign(s): ${used.map((u) => `"${u.name}" (${u.status})`).join(", ")}` : null;
     });
     ctx.hooks.resetProject.push((c, projectId) => q.deleteProjectCampaigns(c.db, projectId));

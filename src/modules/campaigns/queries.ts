@@ -299,12 +299,12 @@ export function campaignsUsingTemplate(db: Db, projectId: string, templateId: st
   return db.selectFrom("campaigns").select(["id", "name", "status"]).where("project_id", "=", projectId).where("template_id", "=", templateId).execute();
 }
 
-export function activeCampaignsUsingSegment(db: Db, projectId: string, segmentId: string) {
+/** SCHEDULED or SENDING campaigns of the project: their audience segment and condition (segment delete checks them). */
+export function activeCampaignAudiences(db: Db, projectId: string) {
   return db
     .selectFrom("campaigns")
-    .select(["id", "name", "status"])
+    .select(["id", "name", "status", "segment_id", "audience_condition"])
     .where("project_id", "=", projectId)
-    .where("segment_id", "=", segmentId)
     .where("status", "in", ["SCHEDULED", "SENDING"])
     .execute();
 }
