@@ -51,16 +51,18 @@ export interface Hooks {
   setupState: Array<(ctx: AppContext, projectId: string) => Promise<Record<string, unknown>>>;
   /** Upcoming work for /activity/upcoming, per module (scheduled campaigns, waiting workflow executions). */
   upcoming: Array<(ctx: AppContext, projectId: string, limit: number) => Promise<UpcomingItem[]>>;
+  /** Job types /activity/upcoming leaves out: internal work, or work another item already shows (a scheduled campaign's start job). */
+  hiddenJobTypes: string[];
   /** Bounce and complaint rates for /security (delivery engine). */
   security?: (ctx: AppContext, projectId: string) => Promise<Record<string, unknown>>;
   /** After contact writes commit (send, PATCH/POST contacts, import, bulk jobs): re-evaluates tracked segments. Batched per request. /v1/track follows them in its own transaction (audience/segments/follow.ts). */
   contactsChanged: Array<(ctx: AppContext, projectId: string, contactIds: readonly string[]) => Promise<void>>;
-  /** Whether something (an active campaign) uses a segment: a non-null answer names it and refuses DELETE /segments/:id (409). */
   /**
    * Charges n emails of a billing category inside the caller's transaction (billing module's
    * consumeQuota); throws the 402 BILLING_LIMIT_EXCEEDED AppError over the monthly cap. Absent: no caps.
    */
   consumeQuota?: (trx: Kysely<DB>, ctx: AppContext, projectId: string, category: "transactional" | "campaigns" | "workflows" | "inbound", n: number) => Promise<void>;
+  /** Whether something (an active campaign) uses a segment: a non-null answer names it and refuses DELETE /segments/:id (409). */
   segmentInUse: Array<(ctx: AppContext, projectId: string, segmentId: string) => Promise<string | null>>;
   /** Deletes a project's data beyond the foundation tables (project reset), per module. */
   resetProject: Array<(ctx: AppContext, projectId: string) => Promise<void>>;
@@ -76,4 +78,4 @@ export interface UpcomingItem {
   details: Record<string, unknown>;
 }
 
-export const emptyHooks = (): Hooks => ({ fieldUsage: [], eventUsage: [], templateUsage: [], setupState: [], resetProject: [], upcoming: [], contactsChanged: [], segmentInUse: [] });
+export const emptyHooks = (): Hooks => ({ fieldUsage: [], eventUsage: [], templateUsage: [], setupState: [], resetProject: [], upcoming: [], hiddenJobTypes: [], contactsChanged: [], segmentInUse: [] });

@@ -84,6 +84,7 @@ export async function recheckReputation(ctx: AppContext, projectId: string): Pro
 }
 
 export function registerReputationJob(ctx: AppContext): void {
+  ctx.hooks.hiddenJobTypes.push(REPUTATION_JOB);
   ctx.jobs.register(REPUTATION_JOB, async (job) => {
     const projectId = (job.payload as { projectId: string }).projectId;
     lastChecks.get(ctx)?.set(projectId, ctx.clock.now());

@@ -223,7 +223,9 @@ describe("delivery", () => {
     expect(s.status).toBe(200);
     expect(s.body.data).toMatchObject({ id: c.id, status: "SCHEDULED", scheduledFor: at });
     const up = await api("/activity/upcoming");
-    expect(JSON.stringify(up.body)).toContain(c.id);
+    // Listed once, as the scheduled campaign (not also as its internal start job).
+    const mine = (items: { id: string; details: Record<string, unknown> }[]) => items.filter((i) => i.id === c.id || i.details?.campaignId === c.id || JSON.stringify(i).includes("campaign:start"));
+    expect(mine(up.body)).toEqual([{ type: "campaign.scheduled", id: c.id, at, details: { campaignId: c.id, name: "Later", subject: expect.any(String) } }]);
     // PUT is allowed while SCHEDULED.
     expect((await api(`/campaigns/${c.id}`, { method: "PUT", body: { subject: "Later {{email}}" } })).status).toBe(200);
 
@@ -232,8 +234,10 @@ describe("delivery", () => {
     const cancel = await api(`/campaigns/${c2.id}/cancel`, { method: "POST" });
     expect(cancel.status).toBe(200);
     expect(cancel.body.status).toBe("CANCELLED");
+    expect(JSON.stringify((await api("/activity/upcoming")).body)).not.toContain(c2.id);
     expect((await api(`/campaigns/${c2.id}`, { method: "DELETE" })).status).toBe(200);
     expect((await api(`/campaigns/${c2.id}`)).status).toBe(404);
+    expect((await api("/activity/upcoming")).body.filter((i: { type: string }) => i.type.startsWith("job.campaign"))).toEqual([]);
 
     env.srv.clock.advance(3_600_000 + 1000);
     env.srv.ctx.jobs.wake();

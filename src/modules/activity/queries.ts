@@ -63,12 +63,14 @@ export function upcomingEmails(db: Kysely<DB>, projectId: string, limit: number)
     .execute();
 }
 
-export function upcomingJobs(db: Kysely<DB>, projectId: string, limit: number) {
-  return db
+export function upcomingJobs(db: Kysely<DB>, projectId: string, limit: number, hiddenTypes: readonly string[]) {
+  let q = db
     .selectFrom("jobs")
     .select(["id", "type", "state", "run_at", "progress"])
     .where("project_id", "=", projectId)
-    .where("state", "in", ["waiting", "active"])
+    .where("state", "in", ["waiting", "active"]);
+  if (hiddenTypes.length) q = q.where("type", "not in", hiddenTypes);
+  return q
     .orderBy("run_at")
     .limit(limit)
     .execute();

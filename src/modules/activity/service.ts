@@ -144,7 +144,7 @@ export async function upcoming(ctx: AppContext, projectId: string, limit: number
       details: { to: e.to_email, contactId: e.contact_id, attempts: e.attempts, campaignId: e.campaign_id, lastReply: e.last_reply },
     });
   }
-  for (const j of await upcomingJobs(ctx.db, projectId, limit)) {
+  for (const j of await upcomingJobs(ctx.db, projectId, limit, ctx.hooks.hiddenJobTypes)) {
     items.push({ type: `job.${j.type}`, id: j.id, at: iso(j.run_at), details: { state: j.state, progress: j.progress } });
   }
   for (const more of ctx.hooks.upcoming) items.push(...(await more(ctx, projectId, limit)));

@@ -27,6 +27,9 @@ export const campaignsModule: ModuleDef = {
       return { campaigns: await campaignsReferencing(c, projectId, (r) => r.fields.includes(key)) };
     });
     ctx.hooks.eventUsage.push(async (c, projectId, name) => ({ campaigns: await campaignsReferencing(c, projectId, (r) => r.events.includes(name)) }));
+    // A scheduled campaign is listed once, as itself; its start job (also left behind, harmless, by a
+    // cancel, delete or reschedule) is not.
+    ctx.hooks.hiddenJobTypes.push(JOBS.start);
     ctx.hooks.upcoming.push(async (c, projectId, limit) =>
       (await q.scheduledCampaigns(c.db, projectId, limit)).map((r) => ({
         type: "campaign.scheduled",
