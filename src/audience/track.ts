@@ -13,6 +13,7 @@ import type { Data } from "./data-rules";
 import { notifyEvents, type RecordedEvent } from "./events";
 import { insertEventRaw, upsertContactRaw } from "./raw";
 import { SegmentFollower, type FollowPlan } from "./segments/follow";
+import { scheduleRecount } from "./segments/recount";
 import { trackFollowPlan } from "./segments/membership";
 
 export interface TrackInput {
@@ -131,7 +132,7 @@ export class TrackBatcher {
           return applyTrack(sqlite, now, p.input, plan && { plan, follower });
         });
         follower.finish();
-        return { results, segmentEvents: follower.events };
+        return { results, segmentEvents: follower.events, recount: follower.recount };
       })(),
     );
   }
@@ -146,6 +147,7 @@ export class TrackBatcher {
         const r = await this.commit(batch, plans);
         batch.forEach((p, i) => done.push([p, r.results[i]!]));
         segmentEvents.push(...r.segmentEvents);
+        if (r.recount.length) scheduleRecount(this.ctx, r.recount);
       } catch {
         // Replay one by one so only the failing track fails.
         for (const p of batch) {
@@ -153,6 +155,7 @@ export class TrackBatcher {
             const r = await this.commit([p], plans);
             done.push([p, r.results[0]!]);
             segmentEvents.push(...r.segmentEvents);
+            if (r.recount.length) scheduleRecount(this.ctx, r.recount);
           } catch (e) {
             p.reject(e);
           }

@@ -16,6 +16,7 @@ import m014 from "../../migrations/014_deliverability.sql" with { type: "text" }
 import m017 from "../../migrations/017_field_stats_guard.sql" with { type: "text" };
 import m018 from "../../migrations/018_executions_by_contact.sql" with { type: "text" };
 import m019 from "../../migrations/019_executions_unstarted.sql" with { type: "text" };
+import m020 from "../../migrations/020_segment_members_synced.sql" with { type: "text" };
 
 export const MIGRATIONS: { name: string; sql: string }[] = [
   { name: "001_foundation", sql: m001 },
@@ -35,4 +36,5 @@ export const MIGRATIONS: { name: string; sql: string }[] = [
   { name: "017_field_stats_guard", sql: m017 },
   { name: "018_executions_by_contact", sql: m018 },
   { name: "019_executions_unstarted", sql: m019 },
+  { name: "020_segment_members_synced", sql: m020 },
 ];

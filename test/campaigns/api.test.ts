@@ -225,7 +225,7 @@ describe("delivery", () => {
     const up = await api("/activity/upcoming");
     // Listed once, as the scheduled campaign (not also as its internal start job).
     const mine = (items: { id: string; details: Record<string, unknown> }[]) => items.filter((i) => i.id === c.id || i.details?.campaignId === c.id || JSON.stringify(i).includes("campaign:start"));
-    expect(mine(up.body)).toEqual([{ type: "campaign.scheduled", id: c.id, at, details: { campaignId: c.id, name: "Later", subject: expect.any(String) } }]);
+    expect(mine(up.body) as unknown[]).toEqual([{ type: "campaign.scheduled", id: c.id, at, details: { campaignId: c.id, name: "Later", subject: expect.any(String) } }]);
     // PUT is allowed while SCHEDULED.
     expect((await api(`/campaigns/${c.id}`, { method: "PUT", body: { subject: "Later {{email}}" } })).status).toBe(200);
 

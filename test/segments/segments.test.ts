@@ -318,6 +318,46 @@ describe("tracked segments", () => {
   });
 });
 
+describe("memberCount of a tracked segment", () => {
+  let F: Account;
+  beforeAll(async () => {
+    F = await createAccount(srv.api);
+  }, 30_000);
+
+  test("stays the live count before the first compute (a write to a contact that already matched counts it once); moves by one after it", async () => {
+    const acc = F;
+    const put = (email: string, data: Record<string, unknown>) => srv.api("/contacts", { key: acc.secretKey, body: { email, data } });
+    const m1 = (await put("m1@x.io", { plan: "pro" })).body.id;
+    const m2 = (await put("m2@x.io", { plan: "pro" })).body.id;
+    await put("n1@x.io", { plan: "free" });
+    const seg = (await create(acc, { name: "Payers", condition: cond("data.plan", "equals", "pro"), trackMembership: true })).body;
+    expect(seg.memberCount).toBe(2);
+    const count = async () => (await srv.api(`/segments/${seg.id}`, { key: acc.secretKey })).body.memberCount;
+    const total = async () => (await srv.api(`/segments/${seg.id}/contacts`, { key: acc.secretKey })).body.total;
+
+    // m1 already matched: its first write records its entry (the stored membership starts empty), but it is counted once.
+    await srv.api(`/contacts/${m1}`, { key: acc.secretKey, method: "PATCH", body: { data: { color: "red" } } });
+    await eventsOnce(acc, "segment.payers.entry");
+    await Bun.sleep(600); // past the recount's delay (recount.ts)
+    expect(await count()).toBe(2);
+    expect(await total()).toBe(2);
+
+    // A new match counts: n1 enters through /v1/track.
+    await track(srv.api, acc.publicKey, { email: "n1@x.io", event: "upgrade", data: { plan: "pro" } });
+    await waitFor(count, { until: (n) => n === 3, what: "memberCount 3" });
+    expect(await total()).toBe(3);
+
+    // compute stores the rest (m2) and from then on every entry and exit moves the count by one.
+    expect((await srv.api(`/segments/${seg.id}/compute`, { key: acc.secretKey, method: "POST" })).body).toEqual({ added: 1, removed: 0, total: 3 });
+    await srv.api(`/contacts/${m2}`, { key: acc.secretKey, method: "PATCH", body: { data: { plan: "free" } } });
+    await waitFor(count, { until: (n) => n === 2, what: "memberCount 2" });
+    await track(srv.api, acc.publicKey, { email: "n2@x.io", event: "signup", data: { plan: "pro" } });
+    await waitFor(count, { until: (n) => n === 3, what: "memberCount 3 again" });
+    expect(await total()).toBe(3);
+    expect((await srv.api(`/segments/${seg.id}/refresh`, { key: acc.secretKey, method: "POST" })).body).toEqual({ memberCount: 3 });
+  });
+});
+
 describe("/v1/track moves tracked segments in its own transaction", () => {
   let E: Account;
   beforeAll(async () => {

@@ -171,9 +171,12 @@ export class SegmentFollower {
     }
   }
 
+  /** Segments to recount after the commit (moved while their memberCount was out of sync; recount.ts). */
+  readonly recount: string[] = [];
+
   /** Writes the memberCount deltas; call once, last, inside the same transaction. */
   finish(): void {
-    addToCountsRaw(this.sqlite, this.deltas);
+    this.recount.push(...addToCountsRaw(this.sqlite, this.deltas));
     this.deltas.clear();
   }
 

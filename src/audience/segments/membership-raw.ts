@@ -15,7 +15,8 @@ const STORED =
   "SELECT segment_id, contact_id FROM segment_members WHERE contact_id IN (SELECT value FROM json_each(?)) AND segment_id IN (SELECT value FROM json_each(?))";
 const ADD = "INSERT INTO segment_members (segment_id, contact_id, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING";
 const REMOVE = "DELETE FROM segment_members WHERE segment_id = ? AND contact_id = ?";
-const COUNT = "UPDATE segments SET member_count = member_count + ? WHERE id = ?";
+// Only while the count is in sync with the stored rows (migration 020); otherwise the caller schedules a recount (recount.ts).
+const COUNT = "UPDATE segments SET member_count = member_count + ? WHERE id = ? AND members_synced = 1";
 
 export const entryEvent = (slug: string) => `segment.${slug}.entry`;
 export const exitEvent = (slug: string) => `segment.${slug}.exit`;
@@ -42,12 +43,20 @@ export function writeMoveRaw(sqlite: Database, projectId: string, now: number, s
   return { projectId, contactId, eventId, name, data };
 }
 
-/** memberCount += delta for each segment id (zero deltas skipped). */
-export function addToCountsRaw(sqlite: Database, deltas: Iterable<[string, number]>): void {
-  for (const [id, d] of deltas) if (d) sqlite.query(COUNT).run(d, id);
+/**
+ * memberCount += delta for each segment id in sync (zero deltas skipped). Returns the ids of the
+ * segments that moved while out of sync: hand them to scheduleRecount (recount.ts) after the commit.
+ */
+export function addToCountsRaw(sqlite: Database, deltas: Iterable<[string, number]>): string[] {
+  const recount: string[] = [];
+  for (const [id, d] of deltas) if (d && sqlite.query(COUNT).run(d, id).changes === 0) recount.push(id);
+  return recount;
 }
 
-/** Diffs `ids` against every tracked segment and writes membership rows and entry/exit events. Call inside a transaction. */
+/**
+ * Diffs `ids` against every tracked segment and writes membership rows and entry/exit events. Call
+ * inside a transaction. `recount`: segments to recount after the commit (addToCountsRaw).
+ */
 export function reevaluateRaw(
   sqlite: Database,
   projectId: string,
@@ -55,7 +64,7 @@ export function reevaluateRaw(
   segs: readonly TrackedSegment[],
   segments: ReadonlyMap<string, SegmentDef>,
   ids: readonly string[],
-): RecordedEvent[] {
+): { events: RecordedEvent[]; recount: string[] } {
   const cols = matchColumns(segs, { projectId, now, segments });
   const select = `SELECT c.id AS id, ${cols.sql} FROM contacts c WHERE c.project_id = ? AND c.id IN (SELECT value FROM json_each(?))`;
   const rows = sqlite.query<Record<string, number | string>, any[]>(select).all(...(cols.params as any[]), projectId, JSON.stringify(ids));
@@ -74,6 +83,5 @@ export function reevaluateRaw(
       deltas.set(s.id, (deltas.get(s.id) ?? 0) + (match ? 1 : -1));
     });
   }
-  addToCountsRaw(sqlite, deltas);
-  return events;
+  return { events, recount: addToCountsRaw(sqlite, deltas) };
 }

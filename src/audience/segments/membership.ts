@@ -17,6 +17,7 @@ import { newEventId, notifyEvents, type RecordedEvent } from "../events";
 import { segmentMemberFrag } from "./audience";
 import { followPlan, type FollowPlan } from "./follow";
 import { entryEvent, exitEvent, reevaluateRaw } from "./membership-raw";
+import { scheduleRecount } from "./recount";
 
 export interface TrackedSegment {
   id: string;
@@ -126,11 +127,14 @@ export async function reevaluateContacts(ctx: AppContext, projectId: string, con
   if (!plan || !contactIds.length) return;
   const segs = plan.tracked.map((t) => t.seg);
   const events: RecordedEvent[] = [];
+  const recount = new Set<string>();
   for (let i = 0; i < contactIds.length; i += CHUNK) {
     const ids = contactIds.slice(i, i + CHUNK);
-    const recorded = await ctx.store.exclusive((sqlite) => sqlite.transaction(() => reevaluateRaw(sqlite, projectId, ctx.clock.now(), segs, plan.segments, ids))());
-    events.push(...recorded);
+    const r = await ctx.store.exclusive((sqlite) => sqlite.transaction(() => reevaluateRaw(sqlite, projectId, ctx.clock.now(), segs, plan.segments, ids))());
+    events.push(...r.events);
+    for (const id of r.recount) recount.add(id);
   }
+  scheduleRecount(ctx, recount);
   if (events.length) await notifyEvents(ctx, events);
 }
 
@@ -191,7 +195,8 @@ export async function computeSegment(ctx: AppContext, seg: SegmentRow): Promise<
       .where("segment_id", "=", seg.id)
       .executeTakeFirst();
     const total = Number(count?.n ?? 0);
-    await trx.updateTable("segments").set({ member_count: total }).where("id", "=", seg.id).execute();
+    // The whole membership is stored: from now on each entry and exit adds to the count.
+    await trx.updateTable("segments").set({ member_count: total, members_synced: 1 }).where("id", "=", seg.id).execute();
     return { added: change.added.length, removed: change.removed.length, total, events };
   });
   if (result.events.length) await notifyEvents(ctx, result.events);

@@ -14,6 +14,8 @@ export interface SegmentsTable {
   /** 0 | 1 */
   track_membership: number;
   member_count: number;
+  /** 0 | 1 (migration 020): member_count equals the stored member rows, so entries and exits may add to it. */
+  members_synced: number;
   created_at: number;
   updated_at: number;
 }

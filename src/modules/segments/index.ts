@@ -1,4 +1,5 @@
 import { reevaluateContacts, sweepSegments } from "../../audience/segments/membership";
+import { stopRecounts } from "../../audience/segments/recount";
 import type { ModuleDef } from "../module";
 import { segmentRoutes } from "./routes";
 import { eventUsage, fieldUsage, resetProjectSegments } from "./service";
@@ -17,4 +18,5 @@ export const segmentsModule: ModuleDef = {
     ctx.hooks.resetProject.push(resetProjectSegments);
     ctx.schedules.every("segment-sweep", ctx.config.segmentSweepIntervalMs, () => sweepSegments(ctx));
   },
+  stop: (ctx) => stopRecounts(ctx),
 };

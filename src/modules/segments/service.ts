@@ -20,6 +20,9 @@ import { notifyEvents, type RecordedEvent } from "../../audience/events";
 import { segmentMemberFrag } from "../../audience/segments/audience";
 import { ensureFieldIndexes } from "../../audience/segments/field-indexes";
 import { computeSegment, forgetTrackedSegments, liveCount, writeMembershipChanges } from "../../audience/segments/membership";
+import { storedCount } from "../../audience/segments/recount";
+import type { Transaction } from "kysely";
+import type { DB } from "../../db";
 import type { SegmentsTable, SegmentType } from "../../db/tables/segments";
 import { invalidField, invalidState, notFound, validationError } from "../../http/errors";
 import { offsetPage, type OffsetParams } from "../../http/pagination";
@@ -123,6 +126,15 @@ export interface CreateInput {
   trackMembership?: boolean;
 }
 
+/**
+ * members_synced for a memberCount just set to `count` (migration 020, recount.ts): 1 when the segment
+ * is tracked DYNAMIC and `count` equals its stored member rows, so entries and exits may add to it.
+ */
+async function countInSync(trx: Transaction<DB>, row: Pick<SegmentRow, "id" | "type" | "track_membership">, count: number): Promise<number> {
+  if (row.type !== "DYNAMIC" || row.track_membership !== 1) return 0;
+  return (await storedCount(trx, row.id)) === count ? 1 : 0;
+}
+
 export async function createSegment(ctx: AppContext, projectId: string, input: CreateInput): Promise<SegmentView> {
   const name = trimmedName(input.name);
   const type = input.type ?? "DYNAMIC";
@@ -142,13 +154,15 @@ export async function createSegment(ctx: AppContext, projectId: string, input: C
       condition: tree ? JSON.stringify(tree) : null,
       track_membership: input.trackMembership ? 1 : 0,
       member_count: 0,
+      members_synced: 0,
       created_at: now,
       updated_at: now,
     };
     await q.insertSegment(trx, row);
     // The cached count starts right; a STATIC segment starts empty.
     if (type === "DYNAMIC") row.member_count = await liveCount(trx, row, now);
-    await q.updateSegment(trx, row.id, { member_count: row.member_count });
+    row.members_synced = await countInSync(trx, row, row.member_count);
+    await q.updateSegment(trx, row.id, { member_count: row.member_count, members_synced: row.members_synced });
     return row;
   });
   forgetTrackedSegments(ctx, projectId);
@@ -184,12 +198,14 @@ export async function updateSegment(ctx: AppContext, projectId: string, id: stri
     // An untracked DYNAMIC segment forgets its stored membership: tracking again starts empty.
     if (untracked) await q.clearMembers(trx, row.id);
     if (tree) next.member_count = await liveCount(trx, next, now);
+    next.members_synced = await countInSync(trx, next, next.member_count);
     await q.updateSegment(trx, row.id, {
       name: next.name,
       description: next.description,
       condition: next.condition,
       track_membership: next.track_membership,
       member_count: next.member_count,
+      members_synced: next.members_synced,
       updated_at: now,
     });
     return next;
@@ -303,8 +319,11 @@ export async function removeMembers(ctx: AppContext, projectId: string, id: stri
 /** POST /segments/:id/refresh: the live count into memberCount; no events, no membership writes. */
 export async function refreshSegment(ctx: AppContext, projectId: string, id: string) {
   const row = await getRow(ctx, projectId, id);
-  const memberCount = await liveCount(ctx.db, row, ctx.clock.now());
-  await q.updateSegment(ctx.db, row.id, { member_count: memberCount });
+  const memberCount = await ctx.db.transaction().execute(async (trx) => {
+    const live = await liveCount(trx, row, ctx.clock.now());
+    await q.updateSegment(trx, row.id, { member_count: live, members_synced: await countInSync(trx, row, live) });
+    return live;
+  });
   return { memberCount };
 }
 
