@@ -330,6 +330,19 @@ describe("executions", () => {
     expect((await c.api(`/templates/${templateId}`, { method: "DELETE", key: c.key })).status).toBe(409);
   });
 
+  test("event and field usage name CONDITION steps by what they read: email.<kind> events, not event.<key> of the trigger's data", async () => {
+    const wf = await createWorkflow(c, { name: "Usage probe" });
+    const opened = await addStep(c, wf.id, "CONDITION", { field: "email.open", operator: "triggered" }, "Opened?");
+    const big = await addStep(c, wf.id, "CONDITION", { field: "event.amount", operator: "greaterThan", value: 100 }, "Big order?");
+    const tier = await addStep(c, wf.id, "CONDITION", { logic: "AND", groups: [{ filters: [{ field: "data.tier", operator: "equals", value: "gold" }] }] }, "Gold?");
+    const mine = (u: { workflows: { id: string; stepId: string }[] }) => u.workflows.filter((w) => w.id === wf.id).map((w) => w.stepId);
+    expect(mine(await must(c.api("/events/email.open/usage", { key: c.key }), 200))).toEqual([opened.id]);
+    expect(mine(await must(c.api("/events/amount/usage", { key: c.key }), 200))).toEqual([]);
+    expect(mine(await must(c.api("/contacts/fields/tier/usage", { key: c.key }), 200))).toEqual([tier.id]);
+    expect(big.id).toBeString();
+    expect((await c.api(`/workflows/${wf.id}`, { method: "DELETE", key: c.key })).status).toBe(200);
+  });
+
   test("fields lists contact and event fields", async () => {
     const f = await must(c.api("/workflows/fields", { key: c.key }), 200);
     expect(f.standard.map((x: any) => x.name)).toContain("email");

@@ -4,6 +4,8 @@
  * executions lives in src/automation.
  */
 import type { Transaction } from "kysely";
+import { conditionReferences, type ConditionTree } from "../../audience/conditions";
+import { treeOf } from "../../automation/condition-adapter";
 import { checkStepConfig } from "../../automation/configs";
 import { insertExecution, mayEnter } from "../../automation/executor";
 import { splicePlan, transitionErrors } from "../../automation/graph";
@@ -437,7 +439,9 @@ export async function eventUsage(ctx: AppContext, projectId: string, name: strin
   const out: unknown[] = wfs.filter((w) => w.trigger_event === name).map((w) => ({ id: w.id, name: w.name, stepId: null, usage: "trigger" }));
   for (const s of steps) {
     const c = JSON.parse(s.config) as Record<string, unknown>;
-    const hit = (s.type === "WAIT_FOR_EVENT" && c.eventName === name) || (s.type === "CONDITION" && JSON.stringify(c).includes(`"event.${name}"`));
+    // In a CONDITION, `event.<name>` with the triggered family and `email.<kind>` name events; `event.<key>`
+    // with a value operator is a key of the triggering event's data, not an event.
+    const hit = (s.type === "WAIT_FOR_EVENT" && c.eventName === name) || (s.type === "CONDITION" && conditionReferences(treeOf(c) as ConditionTree, "workflow").events.includes(name));
     if (hit) out.push({ id: s.id, name: s.name, stepId: s.stepId, usage: s.type });
   }
   return { workflows: out };
@@ -448,7 +452,7 @@ export async function fieldUsage(ctx: AppContext, projectId: string, field: stri
   const out: unknown[] = [];
   for (const s of steps) {
     const c = JSON.parse(s.config) as Record<string, unknown>;
-    const inCondition = s.type === "CONDITION" && JSON.stringify(c).includes(`"data.${field}"`);
+    const inCondition = s.type === "CONDITION" && conditionReferences(treeOf(c) as ConditionTree, "workflow").fields.includes(field);
     const inUpdate = s.type === "UPDATE_CONTACT" && isObject(c.updates) && Object.hasOwn(c.updates, field);
     if (inCondition || inUpdate) out.push({ id: s.id, name: s.name, stepId: s.stepId, usage: s.type });
   }
