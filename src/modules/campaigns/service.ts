@@ -218,7 +218,14 @@ async function enqueueStart(ctx: AppContext, trx: q.Db, campaignId: string, proj
  * DRAFT/SCHEDULED -> SENDING in one transaction: the content is stored once, sentAt set and the
  * fan-out job enqueued. Returns false when the campaign is not in `from` any more.
  */
-export async function beginSending(ctx: AppContext, trx: q.Db, c: CampaignRow, from: readonly CampaignStatus[], recipients: number): Promise<CampaignRow | undefined> {
+export async function beginSending(
+  ctx: AppContext,
+  trx: q.Db,
+  c: CampaignRow,
+  from: readonly CampaignStatus[],
+  recipients: number,
+  opts: { clearSchedule?: boolean } = {},
+): Promise<CampaignRow | undefined> {
   const now = ctx.clock.now();
   // The whole audience is charged before any fan-out: over the monthly cap nothing is sent (402).
   await ctx.hooks.consumeQuota?.(trx as never, ctx, c.project_id, "campaigns", recipients);
@@ -231,7 +238,13 @@ export async function beginSending(ctx: AppContext, trx: q.Db, c: CampaignRow, f
     replyTo: c.reply_to,
     type: c.type as TemplateType,
   });
-  const row = await q.updateCampaignRow(trx, c.project_id, c.id, { status: "SENDING", sent_at: now, content_id: contentId, updated_at: now }, from);
+  const row = await q.updateCampaignRow(
+    trx,
+    c.project_id,
+    c.id,
+    { status: "SENDING", sent_at: now, content_id: contentId, updated_at: now, ...(opts.clearSchedule ? { scheduled_for: null } : {}) },
+    from,
+  );
   if (!row) return undefined;
   await ctx.jobs.enqueue(JOBS.fanout, { campaignId: c.id }, { projectId: c.project_id, trx: trx as never, maxAttempts: 50 });
   return row;
@@ -248,7 +261,8 @@ export async function sendCampaign(ctx: AppContext, projectId: string, id: strin
   // Counted before the transaction: the audience expression may read segments through ctx.db.
   const recipients = at === null ? await countRecipients(ctx, c) : 0;
   const row = await ctx.db.transaction().execute(async (trx) => {
-    if (at === null) return beginSending(ctx, trx, c, from, recipients);
+    // Sent now (also a SCHEDULED one sent early): it is no longer scheduled, scheduledFor answers null.
+    if (at === null) return beginSending(ctx, trx, c, from, recipients, { clearSchedule: true });
     const r = await q.updateCampaignRow(trx, projectId, id, { status: "SCHEDULED", scheduled_for: at, updated_at: ctx.clock.now() }, from);
     if (r) await enqueueStart(ctx, trx, id, projectId, at);
     return r;
