@@ -10,7 +10,7 @@ import { createAccount, startServer, type Account, type TestServer } from "../su
 import { startSmtpSink, type SmtpSink } from "../support/smtp-sink";
 import { expectTimeBetween } from "../support/time";
 import { waitFor } from "../support/wait";
-import { expectEnvelope, expectOffsetPage, expectOk, expectValidation, isIsoDate, newProject, NO_SUCH_ID, UUID } from "./support";
+import { expectEnvelope, expectOffsetPage, expectOk, expectValidation, isIsoDate, newProject, NO_SUCH_ID, rawHeader, UUID } from "./support";
 
 const SENDER_DOMAIN = "camp.bb.example";
 const FROM = `news@${SENDER_DOMAIN}`;
@@ -118,12 +118,6 @@ async function messageFor(address: string) {
 const hrefs = (html: string) => [...html.matchAll(/href="([^"]+)"/g)].map((m) => m[1]!.replace(/&amp;/g, "&"));
 const imgs = (html: string) => [...html.matchAll(/<img[^>]+src="([^"]+)"/g)].map((m) => m[1]!.replace(/&amp;/g, "&"));
 const ours = (u: string) => u.startsWith(srv.ctx.config.publicUrl);
-/** A header of the raw message, unfolded (mailparser folds List-* headers into a "list" object). */
-function rawHeader(m: { raw: Buffer }, name: string): string | undefined {
-  const head = m.raw.toString("utf8").split(/\r?\n\r?\n/)[0]!.replace(/\r?\n[ \t]+/g, " ");
-  const line = head.split(/\r?\n/).find((l) => l.toLowerCase().startsWith(name.toLowerCase() + ":"));
-  return line?.slice(name.length + 1).trim();
-}
 
 describe("POST /campaigns", () => {
   test("creates in DRAFT: 201 { success: true, data } with every Campaign field, counters zero; GET returns it bare", async () => {

@@ -112,3 +112,10 @@ export async function newProject(api: Api, owner: Account, name = "Extra project
   if (res.status < 200 || res.status > 299) throw new Error(`project create failed: ${res.status} ${res.text}`);
   return { ...owner, projectId: res.body.id, publicKey: res.body.public, secretKey: res.body.secret };
 }
+
+/** A header of the raw message, unfolded (mailparser folds List-* headers into a "list" object). */
+export function rawHeader(m: { raw: Buffer }, name: string): string | undefined {
+  const head = m.raw.toString("utf8").split(/\r?\n\r?\n/)[0]!.replace(/\r?\n[ \t]+/g, " ");
+  const line = head.split(/\r?\n/).find((l) => l.toLowerCase().startsWith(name.toLowerCase() + ":"));
+  return line?.slice(name.length + 1).trim();
+}
