@@ -82,7 +82,7 @@ export async function stats(ctx: AppContext, projectId: string, query: { days?: 
   let days = 30;
   if (query.days !== undefined && query.days !== "") {
     days = Number(query.days);
-    if (!Number.isInteger(days) || days < 1 || days > 366) throw badRequest("days must be an integer from 1 to 366", { details: { days: query.days } });
+    if (!Number.isInteger(days) || days < 1 || days > MAX_STATS_DAYS) throw badRequest(`days must be an integer from 1 to ${MAX_STATS_DAYS}`, { details: { days: query.days } });
   }
   const to = parseTime(query.to, "to") ?? ctx.clock.now() + 1;
   const from = parseTime(query.from, "from") ?? to - days * DAY;
