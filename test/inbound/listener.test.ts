@@ -124,7 +124,7 @@ describe("inbound SMTP listener", () => {
     expect(res.status).toBe(403);
     expect(res.body.error.code).toBe("PROJECT_DISABLED");
     const sec = await srv.api(`/users/@me/projects/${other.projectId}/security`, { cookie: other.cookie });
-    expect(sec.body).toMatchObject({ disabled: true, disabledReason: "EMAIL_REPUTATION", complained: 1 });
+    expect(sec.body).toMatchObject({ disabled: true, disabledReason: "EMAIL_REPUTATION", complaints: 1 });
   });
 
   test("an ARF report to a fixed feedback-loop address on the bounce domain finds the email by its Return-Path", async () => {

@@ -12,7 +12,7 @@ test("/security reports 30-day rates; more than 10% hard bounces over 100+ sends
   const key = env.acct.secretKey;
   const security = () => env.srv.api(`/users/@me/projects/${env.acct.projectId}/security`, { cookie: env.acct.cookie });
   const clean = await security();
-  expect(clean.body).toMatchObject({ disabled: false, windowDays: 30, sent: 0, bounced: 0, bounceRate: 0 });
+  expect(clean.body).toMatchObject({ disabled: false, windowDays: 30, sends: 0, bounces: 0, bounceRate: 0 });
 
   env.sink.onRcpt = (rcpt) => (rcpt.startsWith("bad") ? { code: 550, message: "5.1.1 unknown user" } : undefined);
   const to = [...Array.from({ length: 90 }, (_, i) => `good${i}@${RCPT}`), ...Array.from({ length: 15 }, (_, i) => `bad${i}@${RCPT}`)];
@@ -29,7 +29,7 @@ test("/security reports 30-day rates; more than 10% hard bounces over 100+ sends
   }
   const sec = await security();
   expect(sec.body).toMatchObject({ disabled: true, disabledReason: "EMAIL_REPUTATION", windowDays: 30 });
-  expect(sec.body.sent).toBeGreaterThanOrEqual(105);
+  expect(sec.body.sends).toBeGreaterThanOrEqual(105);
   expect(sec.body.bounceRate).toBeGreaterThan(0.1);
   expect(sec.body.suspensions[0].reason).toBe("EMAIL_REPUTATION");
   const blocked = await env.srv.api("/v1/send", { key, body: { to: `good0@${RCPT}`, from: `news@${SENDER}`, subject: "s", body: "<p>b</p>" } });

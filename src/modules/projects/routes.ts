@@ -32,11 +32,6 @@ async function security(ctx: AppContext, projectId: string) {
     disabled: !!p.disabled,
     disabledReason: p.disabled_reason,
     suspensions: Array.isArray(r.suspensions) ? r.suspensions : [],
-    // Kept for existing clients: the same counts under their earlier names.
-    projectId,
-    sent: num(r.sent),
-    bounced: num(r.bounced),
-    complained: num(r.complained),
   };
 }
 

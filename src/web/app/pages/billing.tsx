@@ -91,7 +91,7 @@ export function BillingPage() {
         <ErrorBanner error={security.error} />
         {security.data && (
           <p>
-            Bounce rate <strong>{security.data.bounceRate}%</strong> · complaint rate <strong>{security.data.complaintRate}%</strong> · {security.data.sends ?? security.data.sent ?? 0} sends.
+            Bounce rate <strong>{security.data.bounceRate}%</strong> · complaint rate <strong>{security.data.complaintRate}%</strong> · {security.data.sends} sends.
             {" "}A project above 10% bounces or 0.5% complaints (with at least 100 sends) is disabled.
           </p>
         )}
