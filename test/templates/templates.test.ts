@@ -207,7 +207,7 @@ describe("duplicate and usage", () => {
     // A template a workflow step sends cannot be deleted out from under it.
     const del = await srv.api(`/templates/${t.id}`, { method: "DELETE", key: acc.secretKey });
     expect(del.status).toBe(409);
-    expect(del.body.error.code).toBe("CONFLICT");
+    expect(del.body.error.code).toBe("INVALID_STATE");
     expect(del.body.error.details.workflows).toHaveLength(1);
     expect((await srv.api(`/templates/${t.id}`, { key: acc.secretKey })).status).toBe(200);
     srv.ctx.hooks.templateUsage.length = 0;

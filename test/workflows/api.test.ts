@@ -327,7 +327,9 @@ describe("executions", () => {
     const usage = await must(c.api(`/templates/${templateId}/usage`, { key: c.key }), 200);
     expect(usage.workflows.length).toBeGreaterThan(0);
     expect(usage.workflows[0]).toHaveProperty("stepId");
-    expect((await c.api(`/templates/${templateId}`, { method: "DELETE", key: c.key })).status).toBe(409);
+    const refused = await c.api(`/templates/${templateId}`, { method: "DELETE", key: c.key });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.code).toBe("INVALID_STATE");
   });
 
   test("event and field usage name CONDITION steps by what they read: email.<kind> events, not event.<key> of the trigger's data", async () => {

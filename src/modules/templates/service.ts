@@ -6,7 +6,7 @@ import { sql, type Selectable } from "kysely";
 import { iso } from "../../clock";
 import type { AppContext } from "../../context";
 import type { TemplatesTable, TemplateType } from "../../db/tables/senders";
-import { AppError, badRequest, conflict, notFound, type FieldError } from "../../http/errors";
+import { AppError, badRequest, invalidState, notFound, type FieldError } from "../../http/errors";
 import { offsetPage, pick, type OffsetParams } from "../../http/pagination";
 import { checkSyntax } from "../../mail/render";
 import { assertSenderAllowed } from "../domains/service";
@@ -136,13 +136,13 @@ export async function templateUsage(ctx: AppContext, projectId: string, id: stri
 }
 
 /**
- * Deletes a template. Refused (409) while a workflow step sends it: the workflow would fail at
+ * Deletes a template. Refused (409 INVALID_STATE, like a segment in use) while a workflow step sends it: the workflow would fail at
  * its next execution. Campaigns keep their own copy of subject and body, so they never block.
  */
 export async function deleteTemplate(ctx: AppContext, projectId: string, id: string): Promise<void> {
   const usage = await templateUsage(ctx, projectId, id);
   if (usage.workflows.length) {
-    throw conflict(`The template is used by ${usage.workflows.length} workflow step(s); remove it from them first`, { workflows: usage.workflows });
+    throw invalidState(`The template is used by ${usage.workflows.length} workflow step(s); remove it from them first`, { workflows: usage.workflows });
   }
   await ctx.db.deleteFrom("templates").where("project_id", "=", projectId).where("id", "=", id).execute();
 }
