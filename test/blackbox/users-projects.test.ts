@@ -301,6 +301,7 @@ describe("members", () => {
     expectEnvelope(
       await srv.api(`/projects/${owner.projectId}/members/${owner.userId}`, { method: "PATCH", cookie: owner.cookie, body: { role: "MEMBER" } }),
       409,
+      "INVALID_STATE",
     );
   });
 
@@ -314,7 +315,7 @@ describe("members", () => {
   });
 
   test("the last OWNER cannot be removed (409)", async () => {
-    expectEnvelope(await srv.api(`/projects/${owner.projectId}/members/${owner.userId}`, { method: "DELETE", cookie: owner.cookie }), 409);
+    expectEnvelope(await srv.api(`/projects/${owner.projectId}/members/${owner.userId}`, { method: "DELETE", cookie: owner.cookie }), 409, "INVALID_STATE");
   });
 
   test("members of another project cannot list this project's members", async () => {

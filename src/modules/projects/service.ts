@@ -2,7 +2,7 @@ import type { Selectable } from "kysely";
 import { iso } from "../../clock";
 import type { ProjectsTable } from "../../db/tables/foundation";
 import type { AppContext } from "../../context";
-import { AppError, badRequest, conflict, forbidden, notFound } from "../../http/errors";
+import { AppError, badRequest, conflict, forbidden, invalidState, notFound } from "../../http/errors";
 import { generateKey } from "../../http/keys";
 import { newWebhookSecret } from "../../webhooks/sign";
 import { wipeProjectRows } from "./reset-store";
@@ -180,7 +180,7 @@ export async function changeRole(ctx: AppContext, projectId: string, actor: { us
   const current = await memberRole(ctx, projectId, targetId);
   if (actor.role !== "OWNER" && (current === "OWNER" || role === "OWNER")) throw forbidden("Only an owner can change an owner's role or make an owner");
   if (current === "OWNER" && role !== "OWNER" && (await ownerCount(ctx, projectId)) <= 1) {
-    throw conflict("The last owner cannot be demoted; make another member owner first");
+    throw invalidState("The last owner cannot be demoted; make another member owner first");
   }
   await ctx.db
     .updateTable("project_members")
@@ -200,7 +200,7 @@ export async function removeMember(ctx: AppContext, projectId: string, actor: { 
     if (current === "OWNER" && actor.role !== "OWNER") throw forbidden("Only an owner can remove an owner");
   }
   if (current === "OWNER" && (await ownerCount(ctx, projectId)) <= 1) {
-    throw conflict("The last owner cannot be removed; make another member owner first");
+    throw invalidState("The last owner cannot be removed; make another member owner first");
   }
   await ctx.db.deleteFrom("project_members").where("project_id", "=", projectId).where("user_id", "=", targetId).execute();
 }
