@@ -77,7 +77,7 @@ export function createContext(config: Config, opts: StartOptions = {}): AppConte
 export function buildApp(ctx: AppContext) {
   const started = new WeakMap<Request, number>();
   let app = new Elysia({ serve: { maxRequestBodySize: MAX_BODY_BYTES } })
-    .use(errorPlugin(ctx.log))
+    .use(errorPlugin(ctx.log, () => ctx.clock.now()))
     .use(corsPlugin())
     .onRequest(async ({ request }) => {
       if (request.method === "GET" || request.method === "HEAD") return;

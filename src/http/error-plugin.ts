@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import { rejectedBodies, unreadBodies } from "./body";
 import type { Logger } from "./logger";
-import { AppError, BareError, errorEnvelope, fieldErrorsFromTypeBox } from "./errors";
+import { AppError, BareError, errorEnvelope, fieldErrorsFromTypeBox, type ErrorExtra } from "./errors";
 
 function jsonResponse(status: number, body: unknown, headers: Record<string, string> = {}) {
   return new Response(JSON.stringify(body), {
@@ -20,7 +20,9 @@ export const malformedBodies = new WeakSet<Request>();
  * Maps every thrown error to the spec's envelope (or the bare `{ error }` form), with a requestId.
  * Unknown errors are logged with their stack and answered as a plain 500 without details.
  */
-export function errorPlugin(log: Logger) {
+export function errorPlugin(log: Logger, now: () => number = Date.now) {
+  // Every envelope carries the service clock's time.
+  const envelope = (status: number, code: string, message: string, requestId: string, extra?: ErrorExtra) => errorEnvelope(status, code, message, requestId, extra, now());
   return new Elysia({ name: "mailsvc-errors" })
     .onError({ as: "global" }, (c) => {
       // Whatever goes wrong while mapping (a validator error whose details overflow the stack, an
@@ -35,7 +37,7 @@ export function errorPlugin(log: Logger) {
         const code = status === 422 ? "VALIDATION_ERROR" : "INTERNAL_SERVER_ERROR";
         const requestId = crypto.randomUUID();
         c.set.status = status;
-        return jsonResponse(status, errorEnvelope(status, code, status === 422 ? "Request validation failed" : "An unexpected error occurred", requestId), {
+        return jsonResponse(status, envelope(status, code, status === 422 ? "Request validation failed" : "An unexpected error occurred", requestId), {
           "x-request-id": requestId,
         });
       }
@@ -65,7 +67,7 @@ export function errorPlugin(log: Logger) {
       if (code === "PARSE" && (error as { cause?: unknown })?.cause instanceof AppError) error = (error as { cause: AppError }).cause;
       if (error instanceof BareError) return json(error.status, { error: error.message }, headers);
       if (error instanceof AppError) {
-        return json(error.status, errorEnvelope(error.status, error.code, error.message, requestId, error.extra), {
+        return json(error.status, envelope(error.status, error.code, error.message, requestId, error.extra), {
           ...headers,
           ...error.extra.headers,
         });
@@ -75,34 +77,34 @@ export function errorPlugin(log: Logger) {
           const v = error as any;
           const rejected = v.type === "body" ? rejectedBodies.get(request) : undefined;
           if (rejected) {
-            return json(rejected.status, errorEnvelope(rejected.status, rejected.code, rejected.message, requestId, rejected.extra), headers);
+            return json(rejected.status, envelope(rejected.status, rejected.code, rejected.message, requestId, rejected.extra), headers);
           }
           if (v.type === "body" && malformedBodies.has(request)) {
-            return json(400, errorEnvelope(400, "BAD_REQUEST", "Malformed request body: expected valid JSON", requestId), headers);
+            return json(400, envelope(400, "BAD_REQUEST", "Malformed request body: expected valid JSON", requestId), headers);
           }
           const errors = validationFieldErrors(v);
           const where = v.type as string;
           if (where === "body") {
-            return json(422, errorEnvelope(422, "VALIDATION_ERROR", "Request validation failed", requestId, { errors }), headers);
+            return json(422, envelope(422, "VALIDATION_ERROR", "Request validation failed", requestId, { errors }), headers);
           }
-          return json(400, errorEnvelope(400, "BAD_REQUEST", `Invalid ${where} parameters`, requestId, { errors }), headers);
+          return json(400, envelope(400, "BAD_REQUEST", `Invalid ${where} parameters`, requestId, { errors }), headers);
         }
         case "PARSE":
-          return json(400, errorEnvelope(400, "BAD_REQUEST", "Malformed request body: expected valid JSON", requestId), headers);
+          return json(400, envelope(400, "BAD_REQUEST", "Malformed request body: expected valid JSON", requestId), headers);
         case "NOT_FOUND":
           return json(
             404,
-            errorEnvelope(404, "NOT_FOUND", `No route for ${request.method} ${new URL(request.url).pathname}`, requestId),
+            envelope(404, "NOT_FOUND", `No route for ${request.method} ${new URL(request.url).pathname}`, requestId),
             headers,
           );
         case "INVALID_COOKIE_SIGNATURE":
-          return json(401, errorEnvelope(401, "UNAUTHORIZED", "Invalid session cookie", requestId), headers);
+          return json(401, envelope(401, "UNAUTHORIZED", "Invalid session cookie", requestId), headers);
       }
       // A validator (or parser) that recursed into a pathologically nested value: the input's fault.
       if (error instanceof RangeError && /call stack/i.test(error.message)) {
         return json(
           422,
-          errorEnvelope(422, "VALIDATION_ERROR", "Request validation failed", requestId, {
+          envelope(422, "VALIDATION_ERROR", "Request validation failed", requestId, {
             errors: [{ field: "body", message: "Value nests too deeply", code: "too_deep" }],
           }),
           headers,
@@ -113,7 +115,7 @@ export function errorPlugin(log: Logger) {
       if (/\bnew ValidationError\b|\bmapValueError\b/.test(String((error as Error)?.stack ?? ""))) {
         return json(
           422,
-          errorEnvelope(422, "VALIDATION_ERROR", "Request validation failed", requestId, {
+          envelope(422, "VALIDATION_ERROR", "Request validation failed", requestId, {
             errors: [{ field: "body", message: "Invalid value", code: "invalid" }],
           }),
           headers,
@@ -121,7 +123,7 @@ export function errorPlugin(log: Logger) {
       }
       const status = (error as any)?.status;
       if (typeof status === "number" && status === 413) {
-        return json(413, errorEnvelope(413, "PAYLOAD_TOO_LARGE", "Request body too large", requestId), headers);
+        return json(413, envelope(413, "PAYLOAD_TOO_LARGE", "Request body too large", requestId), headers);
       }
       log.error("unhandled error", {
         requestId,
@@ -130,7 +132,7 @@ export function errorPlugin(log: Logger) {
         code: String(code),
         error: String((error as Error)?.stack ?? error),
       });
-      return json(500, errorEnvelope(500, "INTERNAL_SERVER_ERROR", "An unexpected error occurred", requestId), headers);
+      return json(500, envelope(500, "INTERNAL_SERVER_ERROR", "An unexpected error occurred", requestId), headers);
   }
 }
 

@@ -58,12 +58,13 @@ export const senderDomainNotVerified = (domain: string) =>
     suggestion: "Add the domain with POST /domains, publish its DNS records and verify it with GET /domains/:id/verify.",
   });
 
-export function errorEnvelope(status: number, code: string, message: string, requestId: string, extra: ErrorExtra = {}) {
+/** `at`: the service clock's now (epoch ms), so an error's timestamp agrees with every other time the service shows. */
+export function errorEnvelope(status: number, code: string, message: string, requestId: string, extra: ErrorExtra = {}, at = Date.now()) {
   const error: Record<string, unknown> = { code, message, statusCode: status, requestId };
   if (extra.errors) error.errors = extra.errors;
   if (extra.details) error.details = extra.details;
   if (extra.suggestion) error.suggestion = extra.suggestion;
-  return { success: false as const, error, timestamp: new Date().toISOString() };
+  return { success: false as const, error, timestamp: new Date(at).toISOString() };
 }
 
 // ---- TypeBox validation errors -> field errors -------------------------------------------------

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
+import { expectTimeBetween } from "../support/time";
 
 let srv: TestServer;
 let a: Account;
@@ -22,6 +23,14 @@ describe("API keys", () => {
     expect(r.body.error.code).toBe("INVALID_API_KEY");
     expect(r.body.error.requestId).toMatch(/^[0-9a-f-]{36}$/);
     expect(typeof r.body.timestamp).toBe("string");
+  });
+
+  test("an error's timestamp is the service clock's time, like every other time the service shows", async () => {
+    srv.clock.advance(3 * 86_400_000);
+    const from = srv.clock.now();
+    const r = await srv.api(membersPath(a));
+    expect(r.status).toBe(401);
+    expectTimeBetween(r.body.timestamp, from, srv.clock.now());
   });
 
   test("a bad key is 401", async () => {
