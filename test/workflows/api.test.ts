@@ -58,6 +58,8 @@ describe("workflow CRUD", () => {
       ["DELAY", { amount: 400, unit: "days" }, "config.amount"],
       ["WAIT_FOR_EVENT", { timeout: 10 }, "config.eventName"],
       ["CONDITION", { operator: "equals" }, "config.field"],
+      ["CONDITION", { field: "segment.00000000-0000-4000-8000-000000000000", operator: "memberOfSegment" }, "config.field"],
+      ["CONDITION", { logic: "AND", groups: [{ filters: [{ field: "data.plan", operator: "exists" }, { field: "segment.00000000-0000-4000-8000-000000000000", operator: "notMemberOfSegment" }] }] }, "config.groups[0].filters[1].field"],
       ["WEBHOOK", { url: "not a url" }, "config.url"],
       ["UPDATE_CONTACT", { subscriptionAction: "toggle" }, "config.subscriptionAction"],
       ["EXIT", { reason: ["x"] }, "config.reason"],
@@ -71,6 +73,10 @@ describe("workflow CRUD", () => {
     const unknown = await c.api(`/workflows/${wf.id}/steps`, { key: c.key, body: { type: "SMS", config: {} } });
     expect(unknown.status).toBe(422);
     expect((await must(c.api(`/workflows/${wf.id}`, { key: c.key }), 200)).steps).toEqual([]);
+    // A segment of the project is accepted (the same reference check as segments and campaign audiences).
+    const seg = await must(c.api("/segments", { key: c.key, body: { name: "Step audience", type: "STATIC" } }), 201);
+    await addStep(c, wf.id, "CONDITION", { field: `segment.${seg.id}`, operator: "memberOfSegment" });
+    expect((await c.api(`/segments/${seg.id}`, { method: "DELETE", key: c.key })).status).toBe(200);
   });
 
   test("first step is the entry step; transitions rules; splice delete", async () => {

@@ -10,5 +10,5 @@ export { compileCondition, conditionWhere, compileFrag, fragToRaw, uuidv7Floor }
 export { evaluateInMemory, evaluateKnown, type MemContact, type MemEvent, type EvaluateOptions } from "./evaluate";
 export { conditionReferences } from "./references";
 export { parseField } from "./fields";
-export { resolveSegments, compileContextFor, conditionWhereFor, contactMatches, contactsMatching, parseStoredCondition } from "./resolve";
+export { resolveSegments, segmentReferenceIssues, compileContextFor, conditionWhereFor, contactMatches, contactsMatching, parseStoredCondition } from "./resolve";
 export { testValue, dateText, numericText, modeOf } from "./values";

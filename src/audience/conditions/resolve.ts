@@ -8,7 +8,7 @@ import type { DB } from "../../db";
 import { compileFrag, fragToRaw } from "./compile";
 import { q } from "./frag";
 import { conditionReferences } from "./references";
-import type { CompileContext, ConditionTree, Facts, SegmentDef } from "./types";
+import type { CompileContext, ConditionTree, Facts, FieldIssue, SegmentDef } from "./types";
 
 type Db = Kysely<DB> | Transaction<DB>;
 
@@ -44,6 +44,38 @@ export async function resolveSegments(db: Db, projectId: string, trees: Readonly
   // A segment that does not exist (deleted) has no members.
   for (const [id, def] of out) if ((def as SegmentDef & { missing?: boolean }).missing) out.delete(id);
   return out;
+}
+
+/**
+ * The `segment.<id>` references of a (validated, normalized) tree, checked against the project: each
+ * must name one of its segments (`unknown_segment`), and with `selfId` none may lead back to that
+ * segment, directly or through others (`circular_reference`). Issues are named under `path`
+ * (`condition`, `audienceCondition`, `config`): `<path>.groups[i].filters[j].field`. One check for
+ * segments, campaign audiences and workflow CONDITION steps.
+ */
+export async function segmentReferenceIssues(db: Db, projectId: string, tree: ConditionTree, path: string, selfId: string | null = null): Promise<FieldIssue[]> {
+  if (!conditionReferences(tree).segments.length) return [];
+  const defs = await resolveSegments(db, projectId, [tree]);
+  const reaches = (from: string, seen = new Set<string>()): boolean => {
+    if (from === selfId) return true;
+    if (seen.has(from)) return false;
+    seen.add(from);
+    return conditionReferences(defs.get(from)?.condition).segments.some((id) => reaches(id, seen));
+  };
+  const issues: FieldIssue[] = [];
+  const walk = (t: ConditionTree, at: string) =>
+    t.groups.forEach((g, i) => {
+      g.filters.forEach((f, j) => {
+        if (!f.field.startsWith("segment.")) return;
+        const id = f.field.slice("segment.".length);
+        const field = `${at}.groups[${i}].filters[${j}].field`;
+        if (selfId && reaches(id)) issues.push({ field, message: "A segment cannot refer to itself, directly or through other segments", code: "circular_reference" });
+        else if (!defs.has(id)) issues.push({ field, message: `No segment ${id} in this project`, code: "unknown_segment" });
+      });
+      if (g.conditions) walk(g.conditions, `${at}.groups[${i}].conditions`);
+    });
+  walk(tree, path);
+  return issues;
 }
 
 /** compileCondition's context with the referenced segments loaded. */

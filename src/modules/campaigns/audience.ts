@@ -2,7 +2,7 @@
 // "no recipients" check and the counts all go through audienceWhere.
 import { sql, type Expression, type SqlBool } from "kysely";
 import type { AppContext } from "../../context";
-import { conditionWhereFor, normalizeCondition, validateCondition, type ConditionTree } from "../../audience/conditions";
+import { conditionWhereFor, normalizeCondition, segmentReferenceIssues, validateCondition } from "../../audience/conditions";
 import { segmentAudienceWhere } from "../../audience/segments/audience";
 import type { FieldError } from "../../http/errors";
 import { audienceHasAny, type CampaignRow } from "./queries";
@@ -40,33 +40,10 @@ export async function audienceErrors(ctx: AppContext, c: AudienceSpec): Promise<
       errors.push({ field: "audienceCondition", message: "Required when audienceType is FILTERED: a condition tree { logic, groups }", code: "invalid_type", received: tree === null ? "undefined" : typeof tree });
     else {
       const issues = conditionErrors(tree);
-      errors.push(...(issues.length ? issues : await segmentReferenceErrors(ctx, c.project_id, normalizeCondition(tree))));
+      errors.push(...(issues.length ? issues : await segmentReferenceIssues(ctx.db, c.project_id, normalizeCondition(tree), "audienceCondition")));
     }
   }
   return errors;
-}
-
-/**
- * `segment.<id>` filters of an audience condition must name a segment of the project (README "Segments and
- * conditions": 422 `unknown_segment`), as they must in a segment's own condition.
- */
-async function segmentReferenceErrors(ctx: AppContext, projectId: string, tree: ConditionTree): Promise<FieldError[]> {
-  const refs: { id: string; field: string }[] = [];
-  const walk = (t: ConditionTree, at: string) =>
-    t.groups.forEach((g, i) => {
-      g.filters.forEach((f, j) => {
-        if (f.field.startsWith("segment.")) refs.push({ id: f.field.slice("segment.".length), field: `${at}.groups[${i}].filters[${j}].field` });
-      });
-      if (g.conditions) walk(g.conditions, `${at}.groups[${i}].conditions`);
-    });
-  walk(tree, "audienceCondition");
-  if (!refs.length) return [];
-  const ids = [...new Set(refs.map((r) => r.id))];
-  const found = await ctx.db.selectFrom("segments").select("id").where("project_id", "=", projectId).where("id", "in", ids).execute();
-  const known = new Set(found.map((r) => r.id));
-  return refs
-    .filter((r) => !known.has(r.id))
-    .map((r) => ({ field: r.field, message: `No segment ${r.id} in this project`, code: "unknown_segment", received: r.id }));
 }
 
 // ---- the condition compiler and segments -----------------------------------------------------------

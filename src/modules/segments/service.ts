@@ -11,7 +11,7 @@ import {
   fragToRaw,
   normalizeCondition,
   parseStoredCondition,
-  resolveSegments,
+  segmentReferenceIssues,
   validateCondition,
   type ConditionTree,
   type FieldIssue,
@@ -79,41 +79,11 @@ function trimmedName(name: string): string {
   return n;
 }
 
-/**
- * The segment references of a tree: each must be a segment of the project, and none may lead back
- * to `selfId` (directly or through other segments).
- */
-async function referenceIssues(ctx: AppContext, projectId: string, tree: ConditionTree, selfId: string | null): Promise<FieldIssue[]> {
-  if (!conditionReferences(tree).segments.length) return [];
-  const defs = await resolveSegments(ctx.db, projectId, [tree]);
-  const reaches = (from: string, seen = new Set<string>()): boolean => {
-    if (from === selfId) return true;
-    if (seen.has(from)) return false;
-    seen.add(from);
-    const cond = defs.get(from)?.condition;
-    return conditionReferences(cond).segments.some((id) => reaches(id, seen));
-  };
-  const issues: FieldIssue[] = [];
-  const walk = (t: ConditionTree, at: string) =>
-    t.groups.forEach((g, i) => {
-      g.filters.forEach((f, j) => {
-        if (!f.field.startsWith("segment.")) return;
-        const id = f.field.slice("segment.".length);
-        const field = `${at}.groups[${i}].filters[${j}].field`;
-        if (selfId && reaches(id)) issues.push({ field, message: "A segment cannot refer to itself, directly or through other segments", code: "circular_reference" });
-        else if (!defs.has(id)) issues.push({ field, message: `No segment ${id} in this project`, code: "unknown_segment" });
-      });
-      if (g.conditions) walk(g.conditions, `${at}.groups[${i}].conditions`);
-    });
-  walk(tree, "condition");
-  return issues;
-}
-
 async function checkedCondition(ctx: AppContext, projectId: string, raw: unknown, selfId: string | null): Promise<ConditionTree> {
   const issues = validateCondition(raw, { path: "condition" });
   if (issues.length) throw validationError(issues);
   const tree = normalizeCondition(raw);
-  const refs = await referenceIssues(ctx, projectId, tree, selfId);
+  const refs = await segmentReferenceIssues(ctx.db, projectId, tree, "condition", selfId);
   if (refs.length) throw validationError(refs);
   return tree;
 }

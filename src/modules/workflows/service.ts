@@ -4,7 +4,7 @@
  * executions lives in src/automation.
  */
 import type { Transaction } from "kysely";
-import { conditionReferences, type ConditionTree } from "../../audience/conditions";
+import { conditionReferences, normalizeCondition, segmentReferenceIssues, type ConditionTree } from "../../audience/conditions";
 import { treeOf } from "../../automation/condition-adapter";
 import { checkStepConfig } from "../../automation/configs";
 import { insertExecution, mayEnter } from "../../automation/executor";
@@ -192,12 +192,21 @@ export interface StepInput {
 
 const defaultName = (type: StepType) => type.charAt(0) + type.slice(1).toLowerCase().replace(/_/g, " ");
 
-/** 422 for an invalid config, including a SEND_EMAIL template the project does not have. */
+/**
+ * 422 for an invalid config, including a SEND_EMAIL template the project does not have and a CONDITION
+ * naming a segment it does not have (the same check as segments and campaign audiences).
+ */
 async function validConfig(trx: Trx, projectId: string, type: StepType, raw: unknown): Promise<Record<string, unknown>> {
   const r = checkStepConfig(type, raw);
   if (!r.errors.length && type === "SEND_EMAIL") {
     const tpl = await trx.selectFrom("templates").select("id").where("project_id", "=", projectId).where("id", "=", String(r.config.templateId)).executeTakeFirst();
     if (!tpl) r.errors.push({ field: "config.templateId", message: "No such template in this project", code: "not_found", received: String(r.config.templateId) });
+  }
+  if (!r.errors.length && type === "CONDITION") {
+    const isTree = "groups" in r.config || "logic" in r.config;
+    const issues = await segmentReferenceIssues(trx, projectId, normalizeCondition(treeOf(r.config)), "config");
+    // The one-filter form `{ field, operator, value }` is the filter itself: its field is `config.field`.
+    r.errors.push(...issues.map((i) => (isTree ? i : { ...i, field: "config.field" })));
   }
   if (r.errors.length) throw validationError(r.errors, `Invalid ${type} step config`);
   return r.config;
