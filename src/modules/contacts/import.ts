@@ -113,17 +113,35 @@ function* slices(s: string, size = 64 * 1024) {
   for (let i = 0; i < s.length; i += size) yield s.slice(i, i + size);
 }
 
-/** Records of the file, header first; rows csv-parse cannot read are reported through `onSkip` with their line. */
-function records(content: string, onSkip: (line: number, message: string) => void): AsyncIterable<string[]> {
-  return Readable.from(slices(content)).pipe(
+/** Where csv-parse is in the file: records emitted (header included) and blank lines passed. */
+interface ParseInfo {
+  records?: number;
+  empty_lines?: number;
+}
+
+/**
+ * Records of the file, header first, each with its spreadsheet row (header = row 1): the rows before
+ * it are the records read, the blank lines skipped and the unreadable rows skipped (a quoted cell
+ * spanning lines is one row). Rows csv-parse cannot read are reported through `onSkip` with their row.
+ */
+async function* records(content: string, onSkip: (row: number, message: string) => void): AsyncIterable<{ cells: string[]; row: number }> {
+  let skipped = 0;
+  const rowOf = (info: ParseInfo | undefined, extra: number) => (info?.records ?? 0) + (info?.empty_lines ?? 0) + skipped + extra;
+  const parser = Readable.from(slices(content)).pipe(
     parse({
       ...PARSE_OPTIONS,
+      info: true,
       on_skip: (err) => {
-        onSkip((err as { lines?: number } | undefined)?.lines ?? 0, err?.message ?? "unreadable row");
+        // The error carries the parser's counters at the unreadable record (which is not counted yet).
+        onSkip(rowOf(err as unknown as ParseInfo, 1), err?.message ?? "unreadable row");
+        skipped++;
         return undefined;
       },
     }),
   );
+  for await (const rec of parser as AsyncIterable<{ record: string[]; info: ParseInfo }>) {
+    yield { cells: rec.record, row: rowOf(rec.info, 0) };
+  }
 }
 
 const progressOf = (cp: ImportCheckpoint) => (cp.total ? Math.min(99, Math.floor(((cp.rows + cp.skipped) / cp.total) * 100)) : 0);
@@ -197,10 +215,10 @@ export async function runImport(ctx: AppContext, job: JobRunContext<{ filename?:
   let index = -1; // record index: 0 is the header
   let cols: Columns | null = null;
   let batch: Row[] = [];
-  let skipErrors: Array<{ line: number; message: string }> = [];
-  const source = records(content, (line, message) => {
+  let skipErrors: Array<{ row: number; message: string }> = [];
+  const source = records(content, (row, message) => {
     // Rows csv-parse could not read count as processed rows with an error (once, not again on resume).
-    if (++skipsSeen > skipsDone) skipErrors.push({ line, message });
+    if (++skipsSeen > skipsDone) skipErrors.push({ row, message });
   });
 
   const commit = async (final: boolean) => {
@@ -221,7 +239,7 @@ export async function runImport(ctx: AppContext, job: JobRunContext<{ filename?:
         for (const s of skips) {
           state.failed++;
           state.skipped++;
-          if (state.errors.length < MAX_REPORTED_ERRORS) state.errors.push({ row: s.line, email: null, error: `Unreadable CSV row: ${s.message}` });
+          if (state.errors.length < MAX_REPORTED_ERRORS) state.errors.push({ row: s.row, email: null, error: `Unreadable CSV row: ${s.message}` });
         }
         if (final) {
           state.done = true;
@@ -244,7 +262,7 @@ export async function runImport(ctx: AppContext, job: JobRunContext<{ filename?:
     }
   };
 
-  for await (const rec of source) {
+  for await (const { cells: rec, row } of source) {
     index++;
     if (index === 0) {
       const c = columnsOf(rec);
@@ -253,7 +271,7 @@ export async function runImport(ctx: AppContext, job: JobRunContext<{ filename?:
       continue;
     }
     if (index <= resumeAt) continue;
-    batch.push({ row: index + 1, cells: rec });
+    batch.push({ row, cells: rec });
     if (batch.length + skipErrors.length >= IMPORT_CHUNK_ROWS) await commit(false);
   }
   if (!cols) cols = { email: 0, subscribed: -1, data: [] };

@@ -146,11 +146,15 @@ export async function fieldValues(ctx: AppContext, projectId: string, key: strin
     .slice(0, limit);
 }
 
-/** Removes one data key from every contact of the project that has it. Returns how many changed. */
-export async function deleteField(ctx: AppContext, projectId: string, key: string, now: number): Promise<number> {
+/**
+ * Removes one data key from every contact of the project that has it. Returns how many changed and,
+ * with `ids` (only when tracked segments must follow: a million ids is a lot of memory), which.
+ */
+export async function deleteField(ctx: AppContext, projectId: string, key: string, now: number, opts: { ids: boolean }): Promise<{ changed: number; ids: string[] }> {
   const path = jsonPath(key);
-  const r = await sql`
-    UPDATE contacts SET data = json_remove(data, ${path}), updated_at = ${now}
-    WHERE project_id = ${projectId} AND json_type(data, ${path}) IS NOT NULL`.execute(ctx.db);
-  return Number(r.numAffectedRows ?? 0);
+  const update = sql`UPDATE contacts SET data = json_remove(data, ${path}), updated_at = ${now}
+    WHERE project_id = ${projectId} AND json_type(data, ${path}) IS NOT NULL`;
+  if (!opts.ids) return { changed: Number((await update.execute(ctx.db)).numAffectedRows ?? 0), ids: [] };
+  const rows = (await sql<{ id: string }>`${update} RETURNING id`.execute(ctx.db)).rows;
+  return { changed: rows.length, ids: rows.map((r) => r.id) };
 }

@@ -4,6 +4,7 @@ import { flipEventName, normalizeContactEmail, upsertContact, viewContact, type 
 import { applyDataRules, dataErrors, isValidDataKey, parseData, RESERVED_DATA_KEYS, type Data } from "../../audience/data-rules";
 import { notifyEvents, recordEvent, type RecordedEvent } from "../../audience/events";
 import { contactsChanged } from "../../audience/changes";
+import { trackFollowPlan } from "../../audience/segments/membership";
 import { aggregateUsage } from "../../audience/usage";
 import { badRequest, conflict, invalidField, notFound, validationError, type FieldError } from "../../http/errors";
 import { cursorPage, type CursorPage, type CursorParams } from "../../http/pagination";
@@ -170,7 +171,8 @@ export async function lookup(ctx: AppContext, projectId: string, emails: string[
     const n = normalizeContactEmail(raw);
     if (!wanted.has(n)) wanted.set(n, raw.trim());
   }
-  const rows = await q.selectByEmails(ctx, projectId, [...wanted.keys()]);
+  // No stored address is longer than 320 characters: longer strings need no look-up.
+  const rows = await q.selectByEmails(ctx, projectId, [...wanted.keys()].filter((e) => e.length <= 320));
   const byEmail = new Map(rows.map((r) => [r.email, r]));
   const found: { id: string; email: string; subscribed: boolean }[] = [];
   const notFound: string[] = [];
@@ -255,7 +257,11 @@ export async function fieldUsage(ctx: AppContext, projectId: string, rawField: s
 
 export async function deleteField(ctx: AppContext, projectId: string, rawField: string) {
   const key = fieldKey(rawField);
-  const contactsUpdated = await q.deleteField(ctx, projectId, key, ctx.clock.now());
-  return { field: key, contactsUpdated };
+  // A contact write like any other: the tracked segments that read the key follow (exit events).
+  const plan = await trackFollowPlan(ctx, projectId);
+  const follow = !!plan?.tracked.some((t) => t.deps.keys.has(key));
+  const r = await q.deleteField(ctx, projectId, key, ctx.clock.now(), { ids: follow });
+  await contactsChanged(ctx, projectId, r.ids);
+  return { field: key, contactsUpdated: r.changed };
 }
 
