@@ -170,7 +170,8 @@ function checkCsrf(ctx: AppContext, request: Request) {
   if (originHost !== host && originHost !== publicHost) throw forbidden("Cross-origin request refused");
 }
 
-function applyRateLimit(ctx: AppContext, projectId: string, headers: Record<string, string>) {
+/** Counts one request against the project's one-minute window: RateLimit-* headers set, 429 with Retry-After over it. */
+export function applyRateLimit(ctx: AppContext, projectId: string, headers: Record<string, unknown>) {
   const d = ctx.rateLimiter.hit(projectId);
   headers["RateLimit-Limit"] = d.limitHeader;
   headers["RateLimit-Remaining"] = String(d.remaining);

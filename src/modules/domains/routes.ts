@@ -10,9 +10,9 @@ const IdParams = t.Object({ id: t.String() });
 
 export function domainRoutes(ctx: AppContext) {
   /** Loads a domain the caller may see (404 otherwise, also for other projects' ids). */
-  const load = async (auth: Parameters<typeof assertProjectAccess>[1], id: string) => {
+  const load = async (auth: Parameters<typeof assertProjectAccess>[1], id: string, headers: Record<string, unknown>) => {
     const row = await svc.getDomain(ctx, id);
-    await assertProjectAccess(ctx, auth, row.project_id, "Domain");
+    await assertProjectAccess(ctx, auth, row.project_id, "Domain", headers);
     return row;
   };
 
@@ -23,7 +23,7 @@ export function domainRoutes(ctx: AppContext) {
       async ({ auth, body, set }) => {
         const projectId = body.projectId ?? (auth.projectId || undefined);
         if (!projectId) throw invalidField("projectId", "Required", "invalid_type", "undefined");
-        await assertProjectAccess(ctx, auth, projectId);
+        await assertProjectAccess(ctx, auth, projectId, "Project", set.headers);
         const row = await svc.addDomain(ctx, projectId, body.domain, { ed25519: body.ed25519 });
         set.status = 201;
         return svc.viewDomain(row, ctx.config.hostname);
@@ -41,37 +41,37 @@ export function domainRoutes(ctx: AppContext) {
     )
     .get(
       "/domains/project/:projectId",
-      async ({ auth, params }) => {
-        await assertProjectAccess(ctx, auth, params.projectId);
+      async ({ auth, params, set }) => {
+        await assertProjectAccess(ctx, auth, params.projectId, "Project", set.headers);
         return (await svc.listDomains(ctx, params.projectId)).map((d) => svc.viewDomain(d, ctx.config.hostname));
       },
       { auth: "optionalProject", params: t.Object({ projectId: t.String() }) },
     )
-    .get("/domains/:id", async ({ auth, params }) => svc.viewDomain(await load(auth, params.id), ctx.config.hostname), { auth: "optionalProject", params: IdParams })
+    .get("/domains/:id", async ({ auth, params, set }) => svc.viewDomain(await load(auth, params.id, set.headers), ctx.config.hostname), { auth: "optionalProject", params: IdParams })
     .get(
       "/domains/:id/verify",
-      async ({ auth, params }) => svc.viewDomain(await svc.verifyDomain(ctx, await load(auth, params.id)), ctx.config.hostname),
+      async ({ auth, params, set }) => svc.viewDomain(await svc.verifyDomain(ctx, await load(auth, params.id, set.headers)), ctx.config.hostname),
       { auth: "optionalProject", params: IdParams },
     )
     .patch(
       "/domains/:id",
-      async ({ auth, params, body }) => {
-        let row = await load(auth, params.id);
+      async ({ auth, params, body, set }) => {
+        let row = await load(auth, params.id, set.headers);
         if (body.ed25519 !== undefined) row = await svc.setEd25519(ctx, row, body.ed25519);
         return svc.viewDomain(row, ctx.config.hostname);
       },
       { auth: "optionalProject", params: IdParams, body: t.Object({ ed25519: t.Optional(t.Boolean()) }) },
     )
-    .get("/domains/:id/dmarc", async ({ auth, params }) => dmarcSummary(ctx, await load(auth, params.id)), { auth: "optionalProject", params: IdParams })
+    .get("/domains/:id/dmarc", async ({ auth, params, set }) => dmarcSummary(ctx, await load(auth, params.id, set.headers)), { auth: "optionalProject", params: IdParams })
     .post(
       "/domains/:id/rotate-dkim",
-      async ({ auth, params }) => svc.viewDomain(await svc.rotateDkim(ctx, await load(auth, params.id)), ctx.config.hostname),
+      async ({ auth, params, set }) => svc.viewDomain(await svc.rotateDkim(ctx, await load(auth, params.id, set.headers)), ctx.config.hostname),
       { auth: "optionalProject", params: IdParams },
     )
     .delete(
       "/domains/:id",
-      async ({ auth, params }) => {
-        await svc.deleteDomain(ctx, await load(auth, params.id));
+      async ({ auth, params, set }) => {
+        await svc.deleteDomain(ctx, await load(auth, params.id, set.headers));
         return { success: true };
       },
       { auth: "optionalProject", params: IdParams },

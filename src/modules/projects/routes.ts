@@ -8,12 +8,14 @@ const Name = t.String({ minLength: 1, maxLength: 100 });
 const IdParams = t.Object({ id: t.String() });
 
 /** Role of the caller on `projectId`: a session member's role, or ADMIN for the project's own secret key. */
-async function callerRole(ctx: AppContext, auth: AuthInfo, projectId: string): Promise<string> {
+async function callerRole(ctx: AppContext, auth: AuthInfo, projectId: string, headers: Record<string, unknown>): Promise<string> {
   if (auth.via !== "session") {
     if (auth.projectId !== projectId) throw notFound("Project");
     return "ADMIN";
   }
-  return (await svc.projectForMember(ctx, projectId, auth.userId!)).role;
+  const { role } = await svc.projectForMember(ctx, projectId, auth.userId!);
+  svc.countSessionRequest(ctx, auth, projectId, headers);
+  return role;
 }
 
 /** decisions.md "/security": rates in percent (0-100) over the last 30 days, the suspension state. */
@@ -103,24 +105,24 @@ export function projectRoutes(ctx: AppContext) {
     )
     .get(
       "/projects/:id/security",
-      async ({ auth, params }) => {
-        await callerRole(ctx, auth, params.id);
+      async ({ auth, params, set }) => {
+        await callerRole(ctx, auth, params.id, set.headers);
         return security(ctx, params.id);
       },
       { auth: "optionalProject", params: IdParams },
     )
     .get(
       "/projects/:id/setup-state",
-      async ({ auth, params }) => {
-        await callerRole(ctx, auth, params.id);
+      async ({ auth, params, set }) => {
+        await callerRole(ctx, auth, params.id, set.headers);
         return svc.setupState(ctx, params.id);
       },
       { auth: "optionalProject", params: IdParams },
     )
     .get(
       "/projects/:id/members",
-      async ({ auth, params }) => {
-        await callerRole(ctx, auth, params.id);
+      async ({ auth, params, set }) => {
+        await callerRole(ctx, auth, params.id, set.headers);
         return svc.listMembers(ctx, params.id);
       },
       { auth: "optionalProject", params: IdParams },
@@ -128,7 +130,7 @@ export function projectRoutes(ctx: AppContext) {
     .post(
       "/projects/:id/members",
       async ({ auth, params, body, set }) => {
-        const role = await callerRole(ctx, auth, params.id);
+        const role = await callerRole(ctx, auth, params.id, set.headers);
         const m = await svc.inviteMember(ctx, params.id, role, { email: body.email, role: body.role ?? "MEMBER" });
         set.status = 201;
         return m;
@@ -144,8 +146,8 @@ export function projectRoutes(ctx: AppContext) {
     )
     .patch(
       "/projects/:id/members/:userId",
-      async ({ auth, params, body }) => {
-        const role = await callerRole(ctx, auth, params.id);
+      async ({ auth, params, body, set }) => {
+        const role = await callerRole(ctx, auth, params.id, set.headers);
         return svc.changeRole(ctx, params.id, { userId: auth.userId ?? "", role }, params.userId, body.role);
       },
       {
@@ -156,8 +158,8 @@ export function projectRoutes(ctx: AppContext) {
     )
     .delete(
       "/projects/:id/members/:userId",
-      async ({ auth, params }) => {
-        const role = await callerRole(ctx, auth, params.id);
+      async ({ auth, params, set }) => {
+        const role = await callerRole(ctx, auth, params.id, set.headers);
         if (auth.via !== "session" && role !== "ADMIN") throw forbidden();
         await svc.removeMember(ctx, params.id, { userId: auth.userId ?? "", role }, params.userId);
         return { success: true };

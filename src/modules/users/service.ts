@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from "node:crypto";
 import { iso } from "../../clock";
 import type { AppContext } from "../../context";
-import { AppError, badRequest, conflict, forbidden, unauthorized } from "../../http/errors";
+import { AppError, badRequest, conflict, forbidden, unauthorized, validationError } from "../../http/errors";
+import { isValidEmail } from "../../mail/address";
 import { hashPassword, verifyPassword } from "./passwords";
 
 export interface UserView {
@@ -24,6 +25,14 @@ export function viewUser(u: { id: string; email: string; email_verified_at: numb
 
 export async function createUser(ctx: AppContext, input: { email: string; password: string }) {
   const email = normalizeEmail(input.email);
+  // HTTP bodies are checked by the route schema first; `mailsvc user create` reaches here directly, and a user
+  // with an address login would refuse (422) could never sign in.
+  if (!isValidEmail(email)) {
+    throw validationError([{ field: "email", message: "Invalid email", code: "invalid_string", received: input.email.slice(0, 254) }], `Invalid email address "${input.email.slice(0, 254)}"`);
+  }
+  if (input.password.length < 8) {
+    throw validationError([{ field: "password", message: "Expected at least 8 characters", code: "too_small" }], "The password must be at least 8 characters");
+  }
   const taken = await ctx.db.selectFrom("users").select("id").where("email", "=", email).executeTakeFirst();
   if (taken) throw conflict("An account with this email already exists");
   const now = ctx.clock.now();
