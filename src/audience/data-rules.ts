@@ -125,9 +125,15 @@ export function isValidDataKey(k: string): boolean {
   return k.length >= 1 && k.length <= MAX_DATA_KEY_LENGTH && !BAD_KEY.test(k);
 }
 
-/** Field errors for keys that cannot be stored and for an oversized `data` (empty when fine). */
-export function dataErrors(incoming: Data | undefined | null, field = "data"): FieldError[] {
-  if (!incoming) return [];
+/**
+ * Field errors of a request's `data` (empty when fine): not an object (arrays and primitives are 422, never
+ * read as objects of their indexes), oversized, or keys that cannot be stored. Absent or null is fine.
+ */
+export function dataErrors(incoming: unknown, field = "data"): FieldError[] {
+  if (incoming === undefined || incoming === null) return [];
+  if (typeof incoming !== "object" || Array.isArray(incoming)) {
+    return [{ field, message: "Expected an object", code: "invalid_type", received: Array.isArray(incoming) ? "array" : typeof incoming }];
+  }
   const errors: FieldError[] = [];
   const keys = Object.keys(incoming);
   if (keys.length > MAX_DATA_KEYS) {

@@ -24,10 +24,7 @@ export function requireValidEmail(email: string, field = "email"): string {
 /** `data` must be an object or null: arrays and primitives are 422 (and so are unusable keys). */
 export function requireData(raw: unknown, field = "data"): Data | null | undefined {
   if (raw === undefined || raw === null) return raw;
-  if (typeof raw !== "object" || Array.isArray(raw)) {
-    throw invalidField(field, "Expected an object", "invalid_type", Array.isArray(raw) ? "array" : typeof raw);
-  }
-  const errors: FieldError[] = dataErrors(raw as Data, field);
+  const errors: FieldError[] = dataErrors(raw, field);
   if (errors.length) throw validationError(errors);
   return raw as Data;
 }

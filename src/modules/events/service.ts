@@ -35,11 +35,7 @@ export function trackErrors(body: TrackRequest): FieldError[] {
       received: name.slice(0, 255),
     });
   }
-  const d = body.data;
-  if (d !== undefined && d !== null) {
-    if (typeof d !== "object" || Array.isArray(d)) errors.push({ field: "data", message: "Expected an object", code: "invalid_type", received: Array.isArray(d) ? "array" : typeof d });
-    else errors.push(...dataErrors(d as Data));
-  }
+  errors.push(...dataErrors(body.data));
   return errors;
 }
 

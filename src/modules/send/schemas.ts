@@ -31,8 +31,11 @@ export const SendBody = t.Object({
   from: t.Optional(t.Union([t.String({ maxLength: 320 }), Mailbox])),
   name: t.Optional(t.Nullable(t.String({ maxLength: 200, pattern: NoLineBreaks }))),
   subscribed: t.Optional(t.Boolean()),
-  data: t.Optional(t.Nullable(t.Record(t.String(), t.Unknown()))),
-  headers: t.Optional(t.Nullable(t.Record(t.String(), t.String()))),
+  // t.Unknown, not t.Record: the record type turns a string into an object of its characters; the service checks
+  // that `data` is an object (422 otherwise), as /v1/track does.
+  data: t.Optional(t.Unknown({ description: "object: contact data (see the contact data rules)" })),
+  // Same reason as `data` (a string would become headers named "0", "1", ...): checked by the service.
+  headers: t.Optional(t.Unknown({ description: "object: custom header name -> string value" })),
   reply: t.Optional(t.Nullable(t.String({ maxLength: 320 }))),
   attachments: t.Optional(t.Nullable(t.Array(Attachment, { maxItems: MAX_ATTACHMENTS }))),
 });

@@ -28,8 +28,10 @@ export interface SendInput {
   from?: string | Mailbox;
   name?: string | null;
   subscribed?: boolean;
-  data?: Record<string, unknown> | null;
-  headers?: Record<string, string> | null;
+  /** An object (checked by `validate`: the schema takes any value so that nothing coerces it). */
+  data?: unknown;
+  /** An object of string values (checked by `validate`). */
+  headers?: unknown;
   reply?: string | null;
   attachments?: (Omit<AttachmentInput, "contentType"> & { contentType?: string | null })[] | null;
 }
@@ -98,7 +100,17 @@ function validate(input: SendInput) {
   }
   if (input.reply && !isValidEmail(input.reply.trim())) errors.push({ field: "reply", message: "Invalid reply-to email address", code: "invalid_string", received: input.reply });
   errors.push(...dataErrors(input.data));
-  const headers = input.headers ? checkCustomHeaders(input.headers) : { headers: {}, errors: [] };
+  const h: unknown = input.headers;
+  let headers: { headers: Record<string, string>; errors: FieldError[] } = { headers: {}, errors: [] };
+  if (h !== undefined && h !== null && (typeof h !== "object" || Array.isArray(h))) {
+    errors.push({ field: "headers", message: "Expected an object", code: "invalid_type", received: Array.isArray(h) ? "array" : typeof h });
+  } else if (h) {
+    const notString = Object.entries(h).filter(([, v]) => typeof v !== "string");
+    for (const [k, v] of notString.slice(0, 20)) {
+      errors.push({ field: `headers.${k}`, message: "Header values must be strings", code: "invalid_type", received: v === null ? "null" : typeof v });
+    }
+    if (!notString.length) headers = checkCustomHeaders(h as Record<string, string>);
+  }
   errors.push(...headers.errors);
   let attachmentBytes = 0;
   let encodedBytes = 0;
@@ -161,7 +173,7 @@ export async function send(ctx: AppContext, projectId: string, input: SendInput)
           email: r.email,
           subscribed: input.subscribed,
           defaultSubscribed: false,
-          data: input.data ?? undefined,
+          data: (input.data ?? undefined) as Record<string, unknown> | undefined,
           source: "send",
         });
         events.push(...up.events);
