@@ -85,7 +85,7 @@ async function authenticate(
   mode: AuthMode,
   request: Request,
   token: string | undefined,
-  jwt: { verify: (t?: string) => Promise<false | Record<string, unknown>> },
+  jwt: { verify: (t?: string, options?: { currentDate?: Date }) => Promise<false | Record<string, unknown>> },
 ): Promise<AuthInfo> {
   const key = bearer(request.headers.get("authorization") ?? undefined);
   if (key) {
@@ -105,7 +105,8 @@ async function authenticate(
     if (mode === "session") throw unauthorized("Not logged in");
     throw invalidApiKey("Missing API key: send 'Authorization: Bearer <secret key>'");
   }
-  const payload = await jwt.verify(token);
+  // Expiry on the service clock (the one sessions are signed with, users/routes.ts), like every other time.
+  const payload = await jwt.verify(token, { currentDate: new Date(ctx.clock.now()) });
   if (!payload || typeof payload.sub !== "string") throw unauthorized("Session expired or invalid; log in again");
   const userId = payload.sub;
   const user = await ctx.db.selectFrom("users").select("id").where("id", "=", userId).executeTakeFirst();

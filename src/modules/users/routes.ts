@@ -7,12 +7,13 @@ import * as svc from "./service";
 export function userRoutes(ctx: AppContext) {
   const secure = ctx.config.publicUrl.startsWith("https://");
   const setSession = async (
-    jwt: { sign: (p: Record<string, string>) => Promise<string> },
+    jwt: { sign: (p: { sub: string; exp: number }) => Promise<string> },
     cookie: Record<string, any>,
     userId: string,
   ) => {
     cookie[SESSION_COOKIE].set({
-      value: await jwt.sign({ sub: userId }),
+      // Expires SESSION_TTL_SECONDS after now on the service clock (checked against it in http/auth.ts).
+      value: await jwt.sign({ sub: userId, exp: Math.floor(ctx.clock.now() / 1000) + SESSION_TTL_SECONDS }),
       httpOnly: true,
       sameSite: "lax",
       secure,
