@@ -85,8 +85,18 @@ async function userCreate(config: Config, flags: Record<string, string>) {
   }
 }
 
+/** Flags of one command, beside the configuration options every command takes. */
+const COMMAND_FLAGS: Record<string, readonly string[]> = {
+  user: ["--email", "--password", "--project"],
+  doctor: ["--probe-domain", "--timeout", "--json"],
+};
+
 async function main() {
   const { positional, flags } = parseArgv(process.argv.slice(2));
+  // A mistyped flag (say `--bd data.db`) must not run the command on the defaults.
+  const known = new Set(["--version", "--help", ...OPTIONS.map((o) => o.flag), ...(COMMAND_FLAGS[positional[0] ?? ""] ?? [])]);
+  const unknown = Object.keys(flags).filter((f) => !known.has(f));
+  if (unknown.length) fail(`unknown option ${unknown.map((f) => `"${f}"`).join(", ")}; see mailsvc --help`, 2);
   if (flags["--version"] || positional[0] === "version") {
     process.stdout.write(`mailsvc ${VERSION}\n`);
     return;

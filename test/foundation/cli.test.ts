@@ -23,6 +23,14 @@ test("--version and --help", () => {
   expect(help).toContain("MAILSVC_DNS_SERVERS");
 });
 
+test("an unknown option is refused (exit 2) before the command runs on the defaults", () => {
+  const r = run(["migrate", "--bd", "/tmp/never-created.db"]);
+  expect(r.code).toBe(2);
+  expect(r.err).toContain('unknown option "--bd"');
+  // A command's own flags belong to that command only.
+  expect(run(["migrate", "--email", "x@example.com"]).code).toBe(2);
+});
+
 test("every setting is an env variable and a flag; flags win", () => {
   const env = { MAILSVC_PORT: "4000", MAILSVC_RETRY_SCHEDULE: "1s,2s", MAILSVC_DNS_SERVERS: "127.0.0.1:5353, 10.0.0.1", MAILSVC_DISABLE_SIGNUPS: "true" };
   const c = loadConfig(env, parseArgv(["serve", "--port", "5000", "--domain-check-interval=90s"]).flags);
