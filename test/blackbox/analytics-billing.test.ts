@@ -5,11 +5,12 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHmac } from "node:crypto";
 import { addVerifiedDomain } from "../domains/support";
-import { startDns, type TestDns } from "../support/dns";
+import type { TestDns } from "../support/dns";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
-import { startSmtpSink, type SmtpSink } from "../support/smtp-sink";
+import type { SmtpSink } from "../support/smtp-sink";
 import { expectTimeBetween } from "../support/time";
 import { waitFor } from "../support/wait";
+import { deliveryEnv, type DeliveryEnv } from "../support/delivery";
 import { expectCursorPage, expectEnvelope, expectOk, expectValidation, isIsoDate, newProject, NO_SUCH_ID, UUID } from "./support";
 
 const RCPT_DOMAIN = "ab-inbox.example";
@@ -24,21 +25,13 @@ let acc: Account;
 /** Another user with a project of their own. */
 let stranger: Account;
 
+let env: DeliveryEnv;
 beforeAll(async () => {
-  dns = await startDns();
-  dns.mailDomain(RCPT_DOMAIN);
-  sink = await startSmtpSink();
-  srv = await startServer({
-    config: { dnsServers: [dns.server], mxPort: sink.port, allowPrivateWebhooks: true, webhookRetryScheduleMs: [1000, 2000] },
-  });
-  acc = await createAccount(srv.api, "BB analytics");
+  env = await deliveryEnv({ name: "BB analytics", mailDomain: RCPT_DOMAIN, config: { allowPrivateWebhooks: true, webhookRetryScheduleMs: [1000, 2000] } });
+  ({ srv, dns, sink, acct: acc } = env);
   stranger = await createAccount(srv.api, "BB analytics stranger");
 });
-afterAll(async () => {
-  await srv?.close();
-  await sink?.close();
-  await dns?.close();
-});
+afterAll(() => env?.close());
 
 let seq = 0;
 const rcpt = (p = "r") => `${p}${++seq}@${RCPT_DOMAIN}`;

@@ -5,11 +5,12 @@
 // rendering, types", "Delivery, events, tracking") and the README's "API > Campaigns"; never from the code.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { addVerifiedDomain } from "../domains/support";
-import { startDns, type TestDns } from "../support/dns";
-import { createAccount, startServer, type Account, type TestServer } from "../support/server";
-import { startSmtpSink, type SmtpSink } from "../support/smtp-sink";
+import type { TestDns } from "../support/dns";
+import type { Account, TestServer } from "../support/server";
+import type { SmtpSink } from "../support/smtp-sink";
 import { expectTimeBetween } from "../support/time";
 import { waitFor } from "../support/wait";
+import { deliveryEnv, type DeliveryEnv } from "../support/delivery";
 import { expectEnvelope, expectOffsetPage, expectOk, expectValidation, isIsoDate, newProject, NO_SUCH_ID, rawHeader, UUID } from "./support";
 
 const SENDER_DOMAIN = "camp.bb.example";
@@ -31,19 +32,12 @@ let dns: TestDns;
 let sink: SmtpSink;
 let acc: Account;
 
+let env: DeliveryEnv;
 beforeAll(async () => {
-  dns = await startDns();
-  dns.mailDomain(RCPT_DOMAIN);
-  sink = await startSmtpSink();
-  srv = await startServer({ config: { dnsServers: [dns.server], mxPort: sink.port, retryScheduleMs: [1000, 2000] } });
-  acc = await createAccount(srv.api, "BB campaigns");
-  await addVerifiedDomain(srv.api, dns, acc, SENDER_DOMAIN);
+  env = await deliveryEnv({ name: "BB campaigns", mailDomain: RCPT_DOMAIN, senderDomain: SENDER_DOMAIN, config: { retryScheduleMs: [1000, 2000] } });
+  ({ srv, dns, sink, acct: acc } = env);
 });
-afterAll(async () => {
-  await srv?.close();
-  await sink?.close();
-  await dns?.close();
-});
+afterAll(() => env?.close());
 
 let seq = 0;
 const rcpt = (p = "r") => `${p}${++seq}@${RCPT_DOMAIN}`;

@@ -3,11 +3,12 @@
 // Written from api-spec.md, decisions.md and the README's "API" section only.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { addVerifiedDomain } from "../domains/support";
-import { startDns, type TestDns } from "../support/dns";
-import { createAccount, startServer, type Account, type TestServer } from "../support/server";
-import { startSmtpSink, type SmtpSink } from "../support/smtp-sink";
+import type { TestDns } from "../support/dns";
+import type { Account, TestServer } from "../support/server";
+import type { SmtpSink } from "../support/smtp-sink";
 import { expectTimeBetween } from "../support/time";
 import { waitFor } from "../support/wait";
+import { deliveryEnv, type DeliveryEnv } from "../support/delivery";
 import { expectEnvelope, expectOffsetPage, expectOk, expectValidation, newProject, rawHeader, UUID } from "./support";
 
 const SENDER_DOMAIN = "more.bb.example";
@@ -19,23 +20,16 @@ let dns: TestDns;
 let sink: SmtpSink;
 let acc: Account;
 
+let env: DeliveryEnv;
 beforeAll(async () => {
-  dns = await startDns();
-  dns.mailDomain(RCPT_DOMAIN);
+  env = await deliveryEnv({ name: "BB public more", mailDomain: RCPT_DOMAIN, senderDomain: SENDER_DOMAIN });
+  ({ srv, dns, sink, acct: acc } = env);
   for (const d of ["gmail.com", "att.com"]) {
     dns.set(d, "MX", [{ exchange: `mx.${d}`, priority: 10 }]);
     dns.set(d, "A", ["192.0.2.1"]);
   }
-  sink = await startSmtpSink();
-  srv = await startServer({ config: { dnsServers: [dns.server], mxPort: sink.port } });
-  acc = await createAccount(srv.api, "BB public more");
-  await addVerifiedDomain(srv.api, dns, acc, SENDER_DOMAIN);
 });
-afterAll(async () => {
-  await srv?.close();
-  await sink?.close();
-  await dns?.close();
-});
+afterAll(() => env?.close());
 
 let seq = 0;
 const rcpt = (p = "m") => `${p}${++seq}@${RCPT_DOMAIN}`;

@@ -2,6 +2,7 @@
 import type { Config } from "../../src/config";
 import { insertContent, insertEmails, type NewContent } from "../../src/mail/enqueue";
 import { wakeOutbox } from "../../src/mail/outbox";
+import { addVerifiedDomain, type DomainView } from "../domains/support";
 import { startDns, type TestDns } from "./dns";
 import { createAccount, startServer, type Account, type TestServer } from "./server";
 import { startSmtpSink, type SinkOptions, type SmtpSink } from "./smtp-sink";
@@ -12,19 +13,35 @@ export interface DeliveryEnv {
   sink: SmtpSink;
   srv: TestServer;
   acct: Account;
+  /** The account's verified sender domain (with `senderDomain`). */
+  domain: DomainView | null;
   close(): Promise<void>;
 }
 
-export async function deliveryEnv(opts: { sink?: SinkOptions; config?: Partial<Config> } = {}): Promise<DeliveryEnv> {
+export interface DeliveryEnvOptions {
+  sink?: SinkOptions;
+  config?: Partial<Config>;
+  /** The account's project name. */
+  name?: string;
+  /** A recipient domain whose MX is the sink. */
+  mailDomain?: string;
+  /** A sender domain added to the account and verified. */
+  senderDomain?: string;
+}
+
+export async function deliveryEnv(opts: DeliveryEnvOptions = {}): Promise<DeliveryEnv> {
   const dns = await startDns();
+  if (opts.mailDomain) dns.mailDomain(opts.mailDomain);
   const sink = await startSmtpSink(opts.sink);
   const srv = await startServer({ config: { dnsServers: [dns.server], mxPort: sink.port, ...opts.config } });
-  const acct = await createAccount(srv.api);
+  const acct = await createAccount(srv.api, opts.name);
+  const domain = opts.senderDomain ? await addVerifiedDomain(srv.api, dns, acct, opts.senderDomain) : null;
   return {
     dns,
     sink,
     srv,
     acct,
+    domain,
     async close() {
       await srv.close();
       await sink.close();
