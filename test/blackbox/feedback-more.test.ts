@@ -6,7 +6,8 @@
 // import") and the README's "API" section; never from the code.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { addVerifiedDomain } from "../domains/support";
-import { startDns, type TestDns } from "../support/dns";
+import type { TestDns } from "../support/dns";
+import { deliveryEnv, type DeliveryEnv } from "../support/delivery";
 import { createAccount, freeTcpPort, startServer, type Account, type TestServer } from "../support/server";
 import { sendSmtp } from "../support/smtp-client";
 import { startSmtpSink, type SinkMessage, type SmtpSink } from "../support/smtp-sink";
@@ -33,20 +34,18 @@ let inboundPort: number;
 const FROM_DOMAIN = "fb.bb.example";
 const FROM = `hello@${FROM_DOMAIN}`;
 
+let env: DeliveryEnv;
 beforeAll(async () => {
-  dns = await startDns();
-  dns.mailDomain(RCPT_DOMAIN);
-  sink = await startSmtpSink();
   inboundPort = await freeTcpPort();
-  srv = await startServer({ config: { dnsServers: [dns.server], mxPort: sink.port, inboundSmtpPort: inboundPort, retryScheduleMs: [1000, 2000] } });
-  acc = await createAccount(srv.api, "BB feedback");
-  await addVerifiedDomain(srv.api, dns, acc, FROM_DOMAIN);
+  env = await deliveryEnv({
+    name: "BB feedback",
+    mailDomain: RCPT_DOMAIN,
+    senderDomain: FROM_DOMAIN,
+    config: { inboundSmtpPort: inboundPort, retryScheduleMs: [1000, 2000] },
+  });
+  ({ srv, dns, sink, acct: acc } = env);
 });
-afterAll(async () => {
-  await srv?.close();
-  await sink?.close();
-  await dns?.close();
-});
+afterAll(() => env?.close());
 
 let seq = 0;
 const rcpt = (p = "r") => `${p}${++seq}@${RCPT_DOMAIN}`;
