@@ -32,7 +32,11 @@ export function dateText(s: string): number | null {
   const [, y, mo, d, h, mi, sec, frac, tz] = m;
   const month = Number(mo), day = Number(d), hour = Number(h ?? 0), min = Number(mi ?? 0), second = Number(sec ?? 0);
   if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 24 || min > 59 || second > 59) return null;
-  let ms = Date.UTC(Number(y), month - 1, day, hour, min, second) + (frac ? Math.round(Number(`0.${frac}`) * 1000) : 0);
+  // setUTCFullYear, not Date.UTC: Date.UTC reads years 0-99 as 1900-1999, julianday() as the years they are.
+  const at = new Date(0);
+  at.setUTCFullYear(Number(y), month - 1, day);
+  at.setUTCHours(hour, min, second);
+  let ms = at.getTime() + (frac ? Math.round(Number(`0.${frac}`) * 1000) : 0);
   if (tz && tz.toUpperCase() !== "Z") {
     const sign = tz[0] === "-" ? -1 : 1;
     const th = Number(tz.slice(1, 3)), tm = Number(tz.slice(4, 6));
