@@ -234,7 +234,11 @@ while (Date.now() < deadline) {
   }
   if (stats.count >= N) break;
 }
-const status = ro.query<{ status: string; total_recipients: number }, [string]>("SELECT status, total_recipients FROM campaigns WHERE id = ?").get(campaignId);
+// The last outcomes commit just after the sink has the last message, and the SENT check runs in a short window
+// after them: wait (up to 10 s) for the campaign to leave SENDING before reading its status.
+const readStatus = () => ro.query<{ status: string; total_recipients: number }, [string]>("SELECT status, total_recipients FROM campaigns WHERE id = ?").get(campaignId);
+let status = readStatus();
+for (const until = Date.now() + 10_000; status?.status === "SENDING" && Date.now() < until; status = readStatus()) await Bun.sleep(100);
 ro.close();
 running = false;
 await prober;
