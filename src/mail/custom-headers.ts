@@ -33,16 +33,27 @@ export const MAX_CUSTOM_HEADERS = 50;
 export const MAX_HEADER_VALUE = 998;
 const NAME = /^[\x21-\x39\x3b-\x7e]{1,76}$/;
 
-export function checkCustomHeaders(headers: Record<string, string>, field = "headers"): { headers: Record<string, string>; errors: FieldError[] } {
+export function checkCustomHeaders(headers: unknown, field = "headers"): { headers: Record<string, string>; errors: FieldError[] } {
   const errors: FieldError[] = [];
   const out: Record<string, string> = {};
+  if (headers === undefined || headers === null) return { headers: out, errors };
+  // An object of strings only: a string or an array is never read as headers named by its indexes.
+  if (typeof headers !== "object" || Array.isArray(headers)) {
+    errors.push({ field, message: "Expected an object", code: "invalid_type", received: Array.isArray(headers) ? "array" : typeof headers });
+    return { headers: out, errors };
+  }
   const seen = new Set<string>();
   const entries = Object.entries(headers);
+  const notString = entries.filter(([, v]) => typeof v !== "string");
+  if (notString.length) {
+    for (const [k, v] of notString.slice(0, 20)) errors.push({ field: `${field}.${k}`, message: "Header values must be strings", code: "invalid_type", received: v === null ? "null" : typeof v });
+    return { headers: out, errors };
+  }
   if (entries.length > MAX_CUSTOM_HEADERS) {
     errors.push({ field, message: `At most ${MAX_CUSTOM_HEADERS} custom headers`, code: "too_big" });
     return { headers: out, errors };
   }
-  for (const [name, value] of entries) {
+  for (const [name, value] of entries as [string, string][]) {
     const f = `${field}.${name}`;
     if (/[\r\n]/.test(name) || /[\r\n]/.test(value)) {
       errors.push({ field: f, message: "Header names and values must not contain CR or LF (header injection)", code: "invalid_string" });

@@ -100,17 +100,7 @@ function validate(input: SendInput) {
   }
   if (input.reply && !isValidEmail(input.reply.trim())) errors.push({ field: "reply", message: "Invalid reply-to email address", code: "invalid_string", received: input.reply });
   errors.push(...dataErrors(input.data));
-  const h: unknown = input.headers;
-  let headers: { headers: Record<string, string>; errors: FieldError[] } = { headers: {}, errors: [] };
-  if (h !== undefined && h !== null && (typeof h !== "object" || Array.isArray(h))) {
-    errors.push({ field: "headers", message: "Expected an object", code: "invalid_type", received: Array.isArray(h) ? "array" : typeof h });
-  } else if (h) {
-    const notString = Object.entries(h).filter(([, v]) => typeof v !== "string");
-    for (const [k, v] of notString.slice(0, 20)) {
-      errors.push({ field: `headers.${k}`, message: "Header values must be strings", code: "invalid_type", received: v === null ? "null" : typeof v });
-    }
-    if (!notString.length) headers = checkCustomHeaders(h as Record<string, string>);
-  }
+  const headers = checkCustomHeaders(input.headers);
   errors.push(...headers.errors);
   let attachmentBytes = 0;
   let encodedBytes = 0;
