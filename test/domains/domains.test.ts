@@ -121,6 +121,36 @@ describe("verification", () => {
     expect(Date.parse(again.lastCheckedAt!)).toBeGreaterThan(Date.parse(v.lastCheckedAt!));
   });
 
+  test("a verification checks the server's own SPF record (serverRecords) too", async () => {
+    const d = (await addDomain("server-spf.example")).body;
+    expect(d.serverRecords).toEqual([expect.objectContaining({ type: "TXT", name: "mta.mailsvc.test", value: "v=spf1 a ~all", status: "PENDING" })]);
+    dns.set("mta.mailsvc.test", "TXT", ["v=spf1 a ~all"]);
+    try {
+      const v = (await verify(d.id)).body;
+      expect(v.serverRecords[0]).toMatchObject({ name: "mta.mailsvc.test", status: "VERIFIED" });
+      // Shown with every domain of the instance from then on.
+      expect((await listDomains()).body.every((x) => x.serverRecords[0]!.status === "VERIFIED")).toBe(true);
+    } finally {
+      dns.set("mta.mailsvc.test", "TXT", []);
+    }
+  });
+
+  test("the records follow MAILSVC_HOSTNAME at once: a new hostname's targets show PENDING until checked", async () => {
+    const d = (await addDomain("moving-host.example")).body;
+    publishRecords(dns, d);
+    expect(recordOf((await verify(d.id)).body, "return-path")).toMatchObject({ value: "mta.mailsvc.test", status: "VERIFIED" });
+    const before = srv.ctx.config.hostname;
+    (srv.ctx.config as { hostname: string }).hostname = "mx2.mailsvc.test"; // as after a restart with another hostname
+    try {
+      const v = (await srv.api<DomainView>(`/domains/${d.id}`, { key: acc.secretKey })).body;
+      expect(recordOf(v, "return-path")).toMatchObject({ value: "mx2.mailsvc.test", status: "PENDING" });
+      expect(recordOf(v, "dkim").status).toBe("VERIFIED");
+      expect(v.serverRecords[0]!.name).toBe("mx2.mailsvc.test");
+    } finally {
+      (srv.ctx.config as { hostname: string }).hostname = before;
+    }
+  });
+
   test("a DKIM record with another key makes the domain FAILED and says why", async () => {
     const d = (await addDomain("wrong-key.example")).body;
     const foreign = (await addDomain("foreign-key.example")).body;

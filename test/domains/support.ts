@@ -23,6 +23,8 @@ export interface DomainView {
   selector: string;
   bounceDomain: string;
   records: DomainRecord[];
+  /** The server's own records (SPF of MAILSVC_HOSTNAME), shown with every domain. */
+  serverRecords: DomainRecord[];
   verifiedAt: string | null;
   lastCheckedAt: string | null;
   createdAt: string;

@@ -213,15 +213,25 @@ export interface CheckResult {
 const sameRecord = (a: DnsRecord, b: DnsRecord) => a.purpose === b.purpose && a.name === b.name;
 
 /**
- * Looks every record up now (the caller passes a fresh resolver: verification never uses a cached
- * answer) and returns the records with their new statuses. Values are rebuilt from the current
- * hostname so an operator who changes MAILSVC_HOSTNAME sees the new targets.
+ * The records as the domain's view shows them: the ones the current hostname asks for, each with the
+ * status of its last check when that check saw the same record (a record whose value changed with
+ * MAILSVC_HOSTNAME is PENDING until the next check), so a restart with a new hostname shows the new
+ * targets at once.
  */
+export function currentRecords(d: DomainKeys, hostname: string, stored: DnsRecord[]): DnsRecord[] {
+  return expectedRecords(d, hostname).map((rec) => stored.find((p) => sameRecord(p, rec) && p.type === rec.type && p.value === rec.value) ?? rec);
+}
+
 /** Checks one SPF record (used by `mailsvc doctor` for the server records). */
 export async function checkSpfRecord(r: Resolver, rec: DnsRecord, hostname: string): Promise<DnsRecord> {
   return apply(rec, undefined, await checkSpf(r, rec, normHost(hostname)));
 }
 
+/**
+ * Looks every record up now (the caller passes a fresh resolver: verification never uses a cached
+ * answer) and returns the records with their new statuses. Values are rebuilt from the current
+ * hostname so an operator who changes MAILSVC_HOSTNAME sees the new targets.
+ */
 export async function checkRecords(r: Resolver, d: DomainKeys, hostname: string, previous: DnsRecord[]): Promise<CheckResult> {
   const host = normHost(hostname);
   const expected = expectedRecords(d, hostname);

@@ -26,7 +26,7 @@ export function domainRoutes(ctx: AppContext) {
         await assertProjectAccess(ctx, auth, projectId, "Project", set.headers);
         const row = await svc.addDomain(ctx, projectId, body.domain, { ed25519: body.ed25519 });
         set.status = 201;
-        return svc.viewDomain(row, ctx.config.hostname);
+        return svc.viewDomain(row, ctx);
       },
       {
         auth: "optionalProject",
@@ -43,14 +43,14 @@ export function domainRoutes(ctx: AppContext) {
       "/domains/project/:projectId",
       async ({ auth, params, set }) => {
         await assertProjectAccess(ctx, auth, params.projectId, "Project", set.headers);
-        return (await svc.listDomains(ctx, params.projectId)).map((d) => svc.viewDomain(d, ctx.config.hostname));
+        return (await svc.listDomains(ctx, params.projectId)).map((d) => svc.viewDomain(d, ctx));
       },
       { auth: "optionalProject", params: t.Object({ projectId: t.String() }) },
     )
-    .get("/domains/:id", async ({ auth, params, set }) => svc.viewDomain(await load(auth, params.id, set.headers), ctx.config.hostname), { auth: "optionalProject", params: IdParams })
+    .get("/domains/:id", async ({ auth, params, set }) => svc.viewDomain(await load(auth, params.id, set.headers), ctx), { auth: "optionalProject", params: IdParams })
     .get(
       "/domains/:id/verify",
-      async ({ auth, params, set }) => svc.viewDomain(await svc.verifyDomain(ctx, await load(auth, params.id, set.headers)), ctx.config.hostname),
+      async ({ auth, params, set }) => svc.viewDomain(await svc.verifyDomain(ctx, await load(auth, params.id, set.headers)), ctx),
       { auth: "optionalProject", params: IdParams },
     )
     .patch(
@@ -58,14 +58,14 @@ export function domainRoutes(ctx: AppContext) {
       async ({ auth, params, body, set }) => {
         let row = await load(auth, params.id, set.headers);
         if (body.ed25519 !== undefined) row = await svc.setEd25519(ctx, row, body.ed25519);
-        return svc.viewDomain(row, ctx.config.hostname);
+        return svc.viewDomain(row, ctx);
       },
       { auth: "optionalProject", params: IdParams, body: t.Object({ ed25519: t.Optional(t.Boolean()) }) },
     )
     .get("/domains/:id/dmarc", async ({ auth, params, set }) => dmarcSummary(ctx, await load(auth, params.id, set.headers)), { auth: "optionalProject", params: IdParams })
     .post(
       "/domains/:id/rotate-dkim",
-      async ({ auth, params, set }) => svc.viewDomain(await svc.rotateDkim(ctx, await load(auth, params.id, set.headers)), ctx.config.hostname),
+      async ({ auth, params, set }) => svc.viewDomain(await svc.rotateDkim(ctx, await load(auth, params.id, set.headers)), ctx),
       { auth: "optionalProject", params: IdParams },
     )
     .delete(

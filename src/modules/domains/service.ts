@@ -11,7 +11,7 @@ import { forgetPrivateKey, generateDkimKeyPair, generateEd25519KeyPair, newSelec
 import { forgetSigningKeys } from "../../mail/signing-keys";
 import { createResolver } from "../../mail/dns";
 import { bounceDomainFor } from "../../mail/address";
-import { checkRecords, dmarcReportAddress, expectedRecords, serverRecords, type DnsRecord } from "./records";
+import { checkRecords, checkSpfRecord, currentRecords, dmarcReportAddress, expectedRecords, serverRecords, type DnsRecord } from "./records";
 
 export { getSigningKey, type SigningKey } from "../../mail/signing-keys";
 export type { DnsRecord } from "./records";
@@ -23,11 +23,13 @@ export type DomainRow = Selectable<DomainsTable>;
 interface Caches {
   /** projectId -> its VERIFIED domains (the sender guard's hot path). */
   verified: Map<string, Set<string>>;
+  /** The server records as last checked by a domain verification (one set for every domain). */
+  server: DnsRecord[] | null;
 }
 const caches = new WeakMap<AppContext, Caches>();
 function cachesOf(ctx: AppContext): Caches {
   let c = caches.get(ctx);
-  if (!c) caches.set(ctx, (c = { verified: new Map() }));
+  if (!c) caches.set(ctx, (c = { verified: new Map(), server: null }));
   return c;
 }
 
@@ -48,7 +50,12 @@ export function parseRecords(raw: string): DnsRecord[] {
   }
 }
 
-export function viewDomain(d: DomainRow, hostname?: string) {
+/**
+ * A domain as the API shows it. With `ctx`: its records as the current MAILSVC_HOSTNAME asks for them
+ * (currentRecords) and the server records with the status of their last check.
+ */
+export function viewDomain(d: DomainRow, ctx?: AppContext) {
+  const hostname = ctx?.config.hostname;
   return {
     id: d.id,
     domain: d.domain,
@@ -62,13 +69,19 @@ export function viewDomain(d: DomainRow, hostname?: string) {
     nextSelector: d.dkim_next_selector ?? null,
     bounceDomain: bounceDomainFor(d.domain),
     dmarcReportAddress: dmarcReportAddress(d.domain),
-    records: parseRecords(d.records),
-    ...(hostname !== undefined ? { serverRecords: serverRecords(hostname) } : {}),
+    records: hostname !== undefined ? currentRecords(d, hostname, parseRecords(d.records)) : parseRecords(d.records),
+    ...(ctx && hostname !== undefined ? { serverRecords: checkedServerRecords(ctx, hostname) } : {}),
     verifiedAt: iso(d.verified_at),
     lastCheckedAt: iso(d.last_checked_at),
     createdAt: iso(d.created_at),
     updatedAt: iso(d.updated_at),
   };
+}
+
+/** serverRecords(hostname) with the statuses of the last check of the same records. */
+function checkedServerRecords(ctx: AppContext, hostname: string): DnsRecord[] {
+  const last = cachesOf(ctx).server ?? [];
+  return serverRecords(hostname).map((rec) => last.find((p) => p.name === rec.name && p.value === rec.value) ?? rec);
 }
 
 // ---- CRUD ---------------------------------------------------------------------------------------
@@ -145,7 +158,12 @@ export async function deleteDomain(ctx: AppContext, row: DomainRow): Promise<voi
 /** Looks the domain's records up now (fresh resolver, no cached answer) and stores the outcome. */
 export async function verifyDomain(ctx: AppContext, row: DomainRow): Promise<DomainRow> {
   const resolver = createResolver(ctx.config);
-  const result = await checkRecords(resolver, row, ctx.config.hostname, parseRecords(row.records));
+  const [result, server] = await Promise.all([
+    checkRecords(resolver, row, ctx.config.hostname, parseRecords(row.records)),
+    // The server's own records (SPF of the HELO name) are checked with every domain.
+    Promise.all(serverRecords(ctx.config.hostname).map((rec) => checkSpfRecord(resolver, rec, ctx.config.hostname))),
+  ]);
+  cachesOf(ctx).server = server;
   const next = result.records.find((r) => r.rotation === "next");
   if (next?.status === "VERIFIED") return promoteNextKey(ctx, row, result.records);
   const dkim = result.records.find((r) => r.purpose === "dkim")!;
