@@ -5,6 +5,7 @@
 // applied to the rendered HTML where the message is built (decorate.ts).
 import type { AppContext } from "../context";
 import { bounceDomainFor, domainOf } from "./address";
+import { isQualifiedHostname } from "./deliverability";
 import { clickEmailToken, openToken, secretOf, subscriptionToken, unsubscribeLocalPart } from "./tokens";
 import { LinkKeys, linkGeneration, storeLinks, type FreshLinks } from "./tracked-links";
 import { applyDecoration, footerHtml, type Decorated, type DecorationPlan } from "./decorate";
@@ -56,7 +57,10 @@ export async function planDecoration(ctx: AppContext, input: Omit<DecorateInput,
   let footer: string | undefined;
   if (listMail) {
     const targets = [`<${urls.unsubscribeUrl}>`];
-    if (fromEmail) targets.push(`<mailto:${unsubscribeLocalPart(ctx, input.emailId)}@${bounceDomainFor(domainOf(fromEmail))}?subject=unsubscribe>`);
+    // The mailto target reaches us only through the bounce domain's MX (published for a qualified MAILSVC_HOSTNAME)
+    // and the inbound listener: without them it would be an address nobody receives.
+    const mailtoReachable = ctx.config.inboundSmtpPort > 0 && isQualifiedHostname(ctx.config.hostname);
+    if (fromEmail && mailtoReachable) targets.push(`<mailto:${unsubscribeLocalPart(ctx, input.emailId)}@${bounceDomainFor(domainOf(fromEmail))}?subject=unsubscribe>`);
     headers["List-Unsubscribe"] = targets.join(", ");
     headers["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click";
     if (input.type === "MARKETING" && !input.bodyUsesUnsubscribeUrl) footer = footerHtml(urls.unsubscribeUrl, urls.manageUrl);

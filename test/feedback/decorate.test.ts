@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { decodeEntities, decorateHtml, decorateMessage, subscriptionUrls, usesUnsubscribeUrl } from "../../src/mail/tracking";
-import { createAccount, startServer, type Account, type TestServer } from "../support/server";
+import { createAccount, freeTcpPort, startServer, type Account, type TestServer } from "../support/server";
 import { hrefs, imgSrcs, insertContact, insertEmail } from "./support";
 
 describe("decorateHtml (pure)", () => {
@@ -64,7 +64,8 @@ describe("decorateMessage", () => {
   let contactId: string;
 
   beforeAll(async () => {
-    srv = await startServer();
+    // Inbound SMTP on: the List-Unsubscribe mailto address reaches this server (through the bounce domain's MX).
+    srv = await startServer({ config: { inboundSmtpPort: await freeTcpPort() } });
     acct = await createAccount(srv.api);
     contactId = await insertContact(srv, acct.projectId, "reader@example.org");
   });
@@ -93,6 +94,14 @@ describe("decorateMessage", () => {
     expect(d.headers["List-Unsubscribe-Post"]).toBe("List-Unsubscribe=One-Click");
     const lu = d.headers["List-Unsubscribe"]!;
     expect(lu).toMatch(new RegExp(`^<${base().replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}/unsubscribe/[^>]+>, <mailto:unsubscribe\\+[0-9a-f-]{36}-[0-9a-f]{10}@bounces\\.brand\\.example\\?subject=unsubscribe>$`));
+    // Without the inbound listener nobody would receive that address: the header offers the URL alone.
+    const port = srv.ctx.config.inboundSmtpPort;
+    (srv.ctx.config as { inboundSmtpPort: number }).inboundSmtpPort = 0;
+    try {
+      expect((await decorate("MARKETING")).headers["List-Unsubscribe"]).toMatch(/^<https?:\/\/[^>]+\/unsubscribe\/[^>]+>$/);
+    } finally {
+      (srv.ctx.config as { inboundSmtpPort: number }).inboundSmtpPort = port;
+    }
     const links = hrefs(d.html);
     expect(links[0]!.startsWith(`${base()}/t/c/`)).toBe(true);
     expect(links.some((l) => l.startsWith(`${base()}/unsubscribe/`))).toBe(true);
