@@ -251,6 +251,7 @@ function ContactForm({ contact, onSaved, onCancel }: { contact?: Contact; onSave
   const [subscribed, setSubscribed] = useState(contact?.subscribed ?? true);
   const [data, setData] = useState(JSON.stringify(contact?.data ?? {}, null, 2));
   const act = useAction();
+  const [existing, setExisting] = useState<{ id: string; email: string } | null>(null);
   return (
     <form
       onSubmit={(e) => {
@@ -268,6 +269,13 @@ function ContactForm({ contact, onSaved, onCancel }: { contact?: Contact; onSave
             const c = await api<Contact>(`/contacts/${contact.id}`, { method: "PATCH", body: { email, subscribed, data: parsed } });
             onSaved(c);
           } else {
+            // POST /contacts is an upsert: it would silently merge into (and resubscribe) an existing contact.
+            setExisting(null);
+            const { found } = await api<{ found: { id: string; email: string }[] }>("/contacts/lookup", { body: { emails: [email] } });
+            if (found[0]) {
+              setExisting(found[0]);
+              return;
+            }
             const c = await api<Contact>("/contacts", { body: { email, subscribed, data: parsed } });
             onSaved(c);
           }
@@ -275,6 +283,11 @@ function ContactForm({ contact, onSaved, onCancel }: { contact?: Contact; onSave
       }}
     >
       <ErrorBanner error={act.error} />
+      {existing && (
+        <div className="banner error" role="alert">
+          A contact with this email already exists: <Link href={`/contacts/${existing.id}`}>open {existing.email}</Link> to edit it.
+        </div>
+      )}
       <TextInput label="Email" type="email" value={email} onChange={setEmail} required />
       <Checkbox label="Subscribed" checked={subscribed} onChange={setSubscribed} />
       <div className="field">

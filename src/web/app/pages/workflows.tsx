@@ -1,5 +1,5 @@
 import { Background, Controls, Handle, Position, ReactFlow, type Connection, type Edge, type Node, type NodeProps } from "@xyflow/react";
-import { useMemo, useState } from "react";
+import { useEffect, useMemo, useRef, useState } from "react";
 import { Link, useLocation } from "wouter";
 import { api, fmtDate, type OffsetPage } from "../api";
 import { Badge, Checkbox, Empty, ErrorBanner, Loading, Modal, Notice, Page, Select, TextInput, useAction, useAsync, usePoll } from "../ui";
@@ -211,6 +211,9 @@ function WorkflowEditor({ wf, reload }: { wf: Workflow; reload: () => void }) {
       <div className="grid-flow">
         <div className="flow" aria-label="Workflow graph">
           <ReactFlow
+            // Remounted when steps are added or removed so `fitView` fits them all: it only fits the first render,
+            // and steps added to a new (empty) workflow landed outside the visible canvas.
+            key={nodes.length}
             nodes={nodes}
             edges={edges}
             nodeTypes={nodeTypes}
@@ -354,7 +357,11 @@ function Executions({ wf }: { wf: Workflow }) {
   const [open, setOpen] = useState<string | null>(null);
   const detail = useAsync(() => (open ? api<Execution>(`/workflows/${wf.id}/executions/${open}`) : Promise.resolve(null)), [open]);
   const act = useAction();
+  const [startEmail, setStartEmail] = useState("");
+  const [started, setStarted] = useState("");
   usePoll(list.reload, 2000, wf.enabled);
+  // The executions carry a contact id only (time-ordered ids all start alike): show each contact's email.
+  const emails = useContactEmails((list.data?.data ?? []).map((x) => x.contactId));
   return (
     <section className="card" aria-labelledby="exec-h">
       <div className="row spread">
@@ -370,13 +377,24 @@ function Executions({ wf }: { wf: Workflow }) {
         </div>
       </div>
       <ErrorBanner error={list.error ?? act.error} />
+      {started && <Notice kind="ok">{started}</Notice>}
+      <form className="row" aria-label="Start an execution" onSubmit={(e) => { e.preventDefault(); void act.run(async () => {
+        setStarted("");
+        await api(`/workflows/${wf.id}/executions`, { body: { email: startEmail.trim() } });
+        setStarted(`Execution started for ${startEmail.trim()}.`);
+        setStartEmail("");
+        list.reload();
+      }); }}>
+        <TextInput label="Start for a contact (email)" type="email" value={startEmail} onChange={setStartEmail} required />
+        <button type="submit" disabled={act.busy || !startEmail.trim()}>Start execution</button>
+      </form>
       {(list.data?.data ?? []).length === 0 ? <Empty>No executions yet.</Empty> : (
         <table>
           <thead><tr><th scope="col">Contact</th><th scope="col">Status</th><th scope="col">Started</th><th scope="col">Finished</th><th scope="col"><span className="sr-only">Log</span></th></tr></thead>
           <tbody>
             {list.data?.data.map((x) => (
               <tr key={x.id}>
-                <td><Link href={`/contacts/${x.contactId}`}>{x.contactId.slice(0, 8)}…</Link></td>
+                <td><Link href={`/contacts/${x.contactId}`} title={x.contactId}>{emails.get(x.contactId) ?? `…${x.contactId.slice(-12)}`}</Link></td>
                 <td><Badge>{x.status}</Badge>{x.exitReason && <div className="hint">{x.exitReason}</div>}</td>
                 <td>{fmtDate(x.startedAt)}</td>
                 <td>{fmtDate(x.completedAt)}</td>
@@ -403,4 +421,31 @@ function Executions({ wf }: { wf: Workflow }) {
       )}
     </section>
   );
+}
+
+/** Emails of the given contact ids, fetched once per id (a deleted contact keeps showing its id). */
+function useContactEmails(ids: string[]): Map<string, string> {
+  const [known, setKnown] = useState<Map<string, string>>(() => new Map());
+  const asked = useRef(new Set<string>());
+  const key = [...new Set(ids)].sort().join(",");
+  useEffect(() => {
+    const missing = [...new Set(ids)].filter((id) => !asked.current.has(id));
+    if (!missing.length) return;
+    for (const id of missing) asked.current.add(id);
+    let live = true;
+    void Promise.all(missing.map((id) => api<{ id: string; email: string }>(`/contacts/${id}`).then((c) => [id, c.email] as const, () => null))).then((found) => {
+      if (!live) return;
+      setKnown((prev) => {
+        const next = new Map(prev);
+        for (const f of found) if (f) next.set(f[0], f[1]);
+        return next;
+      });
+    });
+    return () => {
+      live = false;
+      for (const id of missing) asked.current.delete(id);
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [key]);
+  return known;
 }
