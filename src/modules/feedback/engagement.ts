@@ -46,8 +46,8 @@ export async function recordOpen(ctx: AppContext, emailId: string): Promise<bool
 }
 
 /**
- * Records a click on `url` in `emailId`. The first click sets clicked_at (and opened_at when the
- * pixel was blocked, so opened >= clicked); every distinct link records one `email.click`.
+ * Records a click on `url` in `emailId`. The first click sets clicked_at (and opened_at, with its
+ * `email.open` event, when the pixel was blocked, so opened >= clicked); every distinct link records one `email.click`.
  */
 export async function recordClick(ctx: AppContext, emailId: string, url: string): Promise<void> {
   const now = ctx.clock.now();
@@ -74,6 +74,12 @@ export async function recordClick(ctx: AppContext, emailId: string, url: string)
         .execute();
     }
     if (!e.contact_id) return;
+    // A click on a message whose pixel never loaded (images blocked) is its open too: the email.open event is
+    // recorded with it, so event-based counts (/activity/stats, analytics, workflows, webhooks) agree with
+    // openedAt and the campaigns' unique opens (opened >= clicked everywhere).
+    if (e.opened_at === null) {
+      pending.push(await recordEvent(trx, ctx, { projectId: e.project_id, contactId: e.contact_id, name: "email.open", data: eventData(e, { via: "click" }), emailId: e.id }));
+    }
     const seen =
       e.clicked_at !== null &&
       (await trx
