@@ -34,12 +34,35 @@ interface SessionState {
 }
 
 const Ctx = createContext<SessionState | null>(null);
-const PROJECT_KEY = "mailsvc.project";
+// The last project each user selected, per user: another account logging in on the same browser does not
+// inherit it (and the old shared key is still honoured when it names one of this user's projects).
+const LEGACY_PROJECT_KEY = "mailsvc.project";
+const projectKey = (userId: string) => `mailsvc.project.${userId}`;
+
+function stored(key: string): string | null {
+  try {
+    return localStorage.getItem(key);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The project shown when the user has not picked one yet (or the remembered one is gone): the first project the
+ * user created, i.e. the oldest one they own, else the oldest they are a member of. That is their main project,
+ * and it stays put: `GET /users/@me/projects` lists the newest first, so `projects[0]` changed every time a
+ * project was created or the user was invited to one.
+ */
+export function defaultProject(projects: Project[]): Project | null {
+  const oldestFirst = [...projects].sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+  return oldestFirst.find((p) => p.role === undefined || p.role === "OWNER") ?? oldestFirst[0] ?? null;
+}
 
 export function SessionProvider({ children }: { children: ReactNode }) {
   const [user, setUser] = useState<User | null | undefined>(undefined);
   const [projects, setProjects] = useState<Project[]>([]);
-  const [projectId, setProjectId] = useState<string | null>(() => localStorage.getItem(PROJECT_KEY));
+  // The project picked in this tab; the remembered one (localStorage) until then.
+  const [projectId, setProjectId] = useState<string | null>(null);
   const [config, setConfig] = useState<SessionState["config"]>({});
 
   const load = useCallback(async () => {
@@ -57,15 +80,24 @@ export function SessionProvider({ children }: { children: ReactNode }) {
   useEffect(() => {
     void load();
     api("/config").then(setConfig, () => {});
-    return onUnauthorized(() => setUser(null));
+    return onUnauthorized(() => {
+      setUser(null);
+      setProjectId(null);
+    });
   }, [load]);
 
-  const project = projects.find((p) => p.id === projectId) ?? projects[0] ?? null;
+  const byId = (id: string | null) => (id ? projects.find((p) => p.id === id) : undefined);
+  const project =
+    byId(projectId) ?? (user ? byId(stored(projectKey(user.id))) ?? byId(stored(LEGACY_PROJECT_KEY)) : undefined) ?? defaultProject(projects);
   // Set synchronously during render so children's first requests carry the right header.
   setApiProject(project?.id ?? null);
 
   const selectProject = (id: string) => {
-    localStorage.setItem(PROJECT_KEY, id);
+    try {
+      if (user) localStorage.setItem(projectKey(user.id), id);
+    } catch {
+      // Storage full or disabled: the choice lasts for this tab only.
+    }
     setApiProject(id);
     setProjectId(id);
   };
@@ -81,6 +113,7 @@ export function SessionProvider({ children }: { children: ReactNode }) {
       await api("/auth/logout", { noProject: true }).catch(() => {});
       setUser(null);
       setProjects([]);
+      setProjectId(null);
     },
     config,
   };

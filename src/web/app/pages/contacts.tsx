@@ -14,34 +14,56 @@ export interface Contact {
 
 interface Job {
   id: string;
+  /** `import`, `bulk-subscribe`, `bulk-unsubscribe` or `bulk-delete` (GET /contacts/{import,bulk}/:jobId). */
+  type?: string;
   state: string;
   progress: number;
-  result?: { total?: number; succeeded?: number; created?: number; updated?: number; failed?: number; errors?: { row?: number; email?: string; error: string }[] } | null;
+  error?: string | null;
+  result?: { total?: number; succeeded?: number; created?: number; updated?: number; failed?: number; errors?: { row?: number; email?: string | null; contactId?: string; error: string }[] } | null;
+}
+
+const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+/** The finished job in its own terms: an import creates and updates rows, a bulk job deletes or (un)subscribes contacts. */
+export function jobSummary(job: Job): string {
+  const r = job.result ?? {};
+  const total = r.total ?? 0;
+  const ok = r.succeeded ?? 0;
+  const failed = `${r.failed ?? 0} failed`;
+  switch (job.type) {
+    case "bulk-delete":
+      return `${ok} of ${plural(total, "contact")} deleted, ${failed}`;
+    case "bulk-subscribe":
+    case "bulk-unsubscribe": {
+      const verb = job.type === "bulk-subscribe" ? "subscribed" : "unsubscribed";
+      // `updated` counts the contacts whose subscription flipped; the others already were.
+      const already = ok - (r.updated ?? ok);
+      return `${ok} of ${plural(total, "contact")} ${verb}${already > 0 ? ` (${already} already ${verb})` : ""}, ${failed}`;
+    }
+    default:
+      return `${ok} of ${total} succeeded, ${r.created ?? 0} created, ${r.updated ?? 0} updated${r.failed ? `, ${failed}` : ""}`;
+  }
 }
 
 function JobStatus({ job, label }: { job: Job | null; label: string }) {
   if (!job) return null;
   const r = job.result;
+  const bulk = job.type?.startsWith("bulk-") ?? false;
   return (
     <div className="job" aria-live="polite">
       <Progress value={job.progress ?? 0} label={label} />
       <div>
         {label}: <Badge>{job.state}</Badge>
-        {r && job.state === "completed" && (
-          <span>
-            {" "}
-            {r.succeeded ?? 0} of {r.total ?? 0} succeeded{r.created !== undefined ? `, ${r.created} created, ${r.updated ?? 0} updated` : ""}
-            {r.failed ? `, ${r.failed} failed` : ""}
-          </span>
-        )}
+        {r && job.state === "completed" && <span> {jobSummary(job)}</span>}
+        {job.state === "failed" && job.error && <span> {job.error}</span>}
       </div>
       {r?.errors && r.errors.length > 0 && (
         <details>
-          <summary>{r.errors.length} row errors</summary>
+          <summary>{plural(r.errors.length, bulk ? "error" : "row error")}</summary>
           <ul>
             {r.errors.slice(0, 50).map((e, i) => (
               <li key={i}>
-                {e.row !== undefined && `Row ${e.row}: `}
+                {bulk ? (e.contactId ? `Contact ${e.contactId}: ` : "") : e.row !== undefined && `Row ${e.row}: `}
                 {e.email && `${e.email}: `}
                 {e.error}
               </li>
@@ -53,6 +75,8 @@ function JobStatus({ job, label }: { job: Job | null; label: string }) {
   );
 }
 
+const PAGE_SIZE = 25;
+
 export function ContactsPage() {
   const [search, setSearch] = useState("");
   const [query, setQuery] = useState("");
@@ -63,7 +87,8 @@ export function ContactsPage() {
   const cursor = cursors[cursors.length - 1];
   const [total, setTotal] = useState(0);
   const page = useAsync(async () => {
-    const p = await api<CursorPage<Contact>>("/contacts", { query: { search: query, subscribed, sort, dir, limit: 25, cursor } });
+    const p = await api<CursorPage<Contact>>("/contacts", { query: { search: query, subscribed, sort, dir, limit: PAGE_SIZE, cursor } });
+    // The cursor list counts (`total`) on its first page only: kept for the pages after it.
     if (!cursor) setTotal(p.total);
     return p;
   }, [query, subscribed, sort, dir, cursor]);
@@ -78,6 +103,10 @@ export function ContactsPage() {
     setSelected(new Set());
   };
   const rows = page.data?.data ?? [];
+  // Position in the list: the page index is the number of cursors followed from the first page.
+  const first = (cursors.length - 1) * PAGE_SIZE + 1;
+  const last = first + rows.length - 1;
+  const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
   const allSelected = rows.length > 0 && rows.every((r) => selected.has(r.id));
 
   const bulk = (action: "bulk-subscribe" | "bulk-unsubscribe" | "bulk-delete", label: string) =>
@@ -85,8 +114,9 @@ export function ContactsPage() {
       if (action === "bulk-delete" && !confirm(`Delete ${selected.size} contacts permanently?`)) return;
       const { jobId } = await api<{ jobId: string }>(`/contacts/${action}`, { body: { contactIds: [...selected] } });
       setJobLabel(label);
-      await pollJob(`/contacts/bulk/${jobId}`, setJob);
-      setSelected(new Set());
+      await pollJob(`/contacts/bulk/${jobId}`, (j) => setJob({ type: action, ...j }));
+      // Back to the first page: it is the one that carries the new total.
+      resetPaging();
       page.reload();
     });
 
@@ -187,7 +217,9 @@ export function ContactsPage() {
         </table>
       )}
       <nav className="row pager" aria-label="Pages">
-        <span className="muted">{total} contacts</span>
+        <span className="muted" aria-live="polite">
+          {rows.length === 0 ? `0 of ${total}` : `${first}–${Math.max(last, first)} of ${Math.max(total, last)}`} · page {cursors.length} of {Math.max(pages, cursors.length)}
+        </span>
         <button type="button" disabled={cursors.length <= 1} onClick={() => setCursors(cursors.slice(0, -1))}>
           Previous
         </button>
@@ -199,6 +231,7 @@ export function ContactsPage() {
         <ContactForm
           onSaved={() => {
             setCreating(false);
+            resetPaging();
             page.reload();
           }}
           onCancel={() => setCreating(false)}

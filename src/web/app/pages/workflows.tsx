@@ -129,6 +129,7 @@ function WorkflowEditor({ wf, reload }: { wf: Workflow; reload: () => void }) {
   const act = useAction();
   const [note, setNote] = useState("");
   const [selected, setSelected] = useState<string | null>(null);
+  const [triggerType, setTriggerType] = useState<"EVENT" | "MANUAL">(wf.triggerType === "MANUAL" ? "MANUAL" : "EVENT");
   const [eventName, setEventName] = useState(wf.triggerConfig?.eventName ?? "");
   const [allowReentry, setAllowReentry] = useState(wf.allowReentry);
   const [newType, setNewType] = useState<string>("SEND_EMAIL");
@@ -198,15 +199,23 @@ function WorkflowEditor({ wf, reload }: { wf: Workflow; reload: () => void }) {
     >
       <ErrorBanner error={act.error} />
       {note && <Notice kind="ok">{note}</Notice>}
-      <p>Status: {wf.enabled ? <Badge tone="ok">enabled</Badge> : <Badge tone="muted">disabled</Badge>} · trigger {wf.triggerType}</p>
-      <form className="row card" onSubmit={(e) => { e.preventDefault(); void act.run(async () => {
-        await api(`/workflows/${wf.id}`, { method: "PATCH", body: { triggerConfig: { eventName }, allowReentry } });
-        setNote("Trigger saved.");
+      <p>
+        Status: {wf.enabled ? <Badge tone="ok">enabled</Badge> : <Badge tone="muted">disabled</Badge>} · trigger{" "}
+        <span>{wf.triggerType}{wf.triggerType === "EVENT" && wf.triggerConfig?.eventName ? `: ${wf.triggerConfig.eventName}` : ""}</span>
+      </p>
+      <form className="row card" aria-label="Trigger" onSubmit={(e) => { e.preventDefault(); void act.run(async () => {
+        setNote("");
+        // An empty name is sent as no name: the server then says why an enabled EVENT workflow needs one (422).
+        const name = eventName.trim();
+        const triggerConfig = triggerType === "EVENT" && name ? { eventName: name } : {};
+        await api(`/workflows/${wf.id}`, { method: "PATCH", body: { triggerType, triggerConfig, allowReentry } });
+        setNote(triggerType === "EVENT" ? `Trigger saved: runs on the event ${name || "(no event name yet)"}.` : "Trigger saved: manual, started from this page or the API.");
         reload();
       }); }}>
-        <TextInput label="Trigger event name" value={eventName} onChange={setEventName} />
+        <Select label="Trigger" value={triggerType} onChange={setTriggerType} options={[{ value: "EVENT", label: "Event" }, { value: "MANUAL", label: "Manual" }]} />
+        {triggerType === "EVENT" && <TextInput label="Trigger event name" value={eventName} onChange={setEventName} placeholder="signup, email.open, segment.vip.entry" />}
         <Checkbox label="Allow a contact to enter again" checked={allowReentry} onChange={setAllowReentry} />
-        <button type="submit">Save trigger</button>
+        <button type="submit" disabled={act.busy}>Save trigger</button>
       </form>
       <div className="grid-flow">
         <div className="flow" aria-label="Workflow graph">
