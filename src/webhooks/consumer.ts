@@ -50,9 +50,10 @@ export async function recordDeliveries(ctx: AppContext, trx: Transaction<DB>, ev
   }
   const targets = evs.map((ev) => ({ ev, eps: (byProject.get(ev.projectId) ?? []).filter((ep) => subscribed(ep.events, ev.name)) })).filter((x) => x.eps.length);
   if (!targets.length) return 0;
-  // An email event names its recipient (data.to, the contact's address); others are looked up.
+  // An event of a sent email names its recipient (data.to, the contact's address); others are looked up
+  // (email.received has no emailId: its data.to is our own address, its contact is the sender).
   const emails = new Map<string, string>();
-  for (const { ev } of targets) if (ev.contactId && ev.name.startsWith("email.") && typeof ev.data?.to === "string") emails.set(ev.contactId, ev.data.to);
+  for (const { ev } of targets) if (ev.contactId && ev.emailId && ev.name.startsWith("email.") && typeof ev.data?.to === "string") emails.set(ev.contactId, ev.data.to);
   const contactIds = [...new Set(targets.map((x) => x.ev.contactId).filter((x): x is string => !!x && !emails.has(x)))];
   for (let i = 0; i < contactIds.length; i += 500) {
     for (const c of await contactEmails(trx, contactIds.slice(i, i + 500))) emails.set(c.id, c.email);

@@ -247,7 +247,8 @@ export class WebhookDispatcher {
 
   /** Signs and POSTs one body (also used by the test ping). */
   send(ep: SendTarget, webhookId: string, body: string): Promise<SafeFetchOutcome> {
-    const headers = { "content-type": "application/json", ...signWebhook(ep.secret, webhookId, new Date(), body) };
+    // The service's clock, like the body's timestamp and the workflow WEBHOOK step's signature.
+    const headers = { "content-type": "application/json", ...signWebhook(ep.secret, webhookId, new Date(this.ctx.clock.now()), body) };
     return safeFetch(this.ctx.config, { url: ep.url, method: "POST", headers, body, timeoutMs: this.timeoutMs, maxBodyBytes: 1024 });
   }
 
