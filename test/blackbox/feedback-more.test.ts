@@ -13,7 +13,7 @@ import { sendSmtp } from "../support/smtp-client";
 import { startSmtpSink, type SinkMessage, type SmtpSink } from "../support/smtp-sink";
 import { expectTimeBetween } from "../support/time";
 import { waitFor } from "../support/wait";
-import { expectCursorPage, expectEnvelope, expectOk, isIsoDate, newProject, NO_SUCH_ID, rawHeader, UUID } from "./support";
+import { arfReport, expectCursorPage, expectEnvelope, expectOk, isIsoDate, newProject, NO_SUCH_ID, rawHeader, UUID } from "./support";
 
 const RCPT_DOMAIN = "fb-inbox-bb.example";
 const LANDING_A = "https://landing.fb-bb.example/a?x=1";
@@ -170,34 +170,6 @@ function dsn(to: string, returnPath: string, original: SinkMessage, status: stri
     "Content-Type: text/rfc822-headers",
     "",
     headersOf(original),
-    `--${b}--`,
-    "",
-  ].join("\r\n");
-}
-function arf(to: string, rcptTo: string, original: SinkMessage) {
-  const b = "fb-arf-b";
-  return [
-    `From: fbl@${RCPT_DOMAIN}`,
-    `To: ${rcptTo}`,
-    "Subject: Abuse report",
-    "MIME-Version: 1.0",
-    `Content-Type: multipart/report; report-type=feedback-report; boundary="${b}"`,
-    "",
-    `--${b}`,
-    "Content-Type: text/plain",
-    "",
-    "This is an email abuse report.",
-    `--${b}`,
-    "Content-Type: message/feedback-report",
-    "",
-    "Feedback-Type: abuse",
-    "User-Agent: fb-test/1.0",
-    "Version: 1",
-    `Original-Rcpt-To: ${to}`,
-    `--${b}`,
-    "Content-Type: message/rfc822",
-    "",
-    original.raw.toString("utf8"),
     `--${b}--`,
     "",
   ].join("\r\n");
@@ -558,7 +530,7 @@ describe("feedback over the inbound SMTP listener", () => {
     await viewStatus(p, id, "DELIVERED");
     const m = await messageFor(to);
     const before = srv.clock.now();
-    expect((await deliverInbound("", "fbl@mailsvc.test", arf(to, "fbl@mailsvc.test", m))).ok).toBe(true);
+    expect((await deliverInbound("", "fbl@mailsvc.test", arfReport(RCPT_DOMAIN, to, "fbl@mailsvc.test", m.raw))).ok).toBe(true);
     const e = await viewStatus(p, id, "COMPLAINED");
     expectTimeBetween(e.complainedAt, before, srv.clock.now());
     const evs = await eventsUntil(p, contactId, (n) => n.includes("email.complaint") && n.includes("contact.unsubscribed"), "complaint events");
@@ -581,7 +553,7 @@ describe("feedback over the inbound SMTP listener", () => {
     const link = hrefs(await htmlOf(m)).find(ours)!;
     await (await fetch(link, { redirect: "manual" })).arrayBuffer();
     await viewStatus(p, id, "CLICKED");
-    expect((await deliverInbound("", m.from, arf(to, m.from, m))).ok).toBe(true);
+    expect((await deliverInbound("", m.from, arfReport(RCPT_DOMAIN, to, m.from, m.raw))).ok).toBe(true);
     const e = await viewStatus(p, id, "COMPLAINED");
     expect(isIsoDate(e.clickedAt)).toBe(true);
     // A later open does not move it back.
@@ -851,7 +823,7 @@ describe("feedback edge cases", () => {
     const mb = await messageFor(b);
     for (let i = 0; i < 2; i++) {
       expect((await deliverInbound("", ma.from, dsn(a, ma.from, ma, "5.1.1", "failed"))).ok).toBe(true);
-      expect((await deliverInbound("", mb.from, arf(b, mb.from, mb))).ok).toBe(true);
+      expect((await deliverInbound("", mb.from, arfReport(RCPT_DOMAIN, b, mb.from, mb.raw))).ok).toBe(true);
       await srv.drainJobs();
     }
     await viewStatus(p, ea.id, "BOUNCED");

@@ -119,3 +119,36 @@ export function rawHeader(m: { raw: Buffer }, name: string): string | undefined 
   const line = head.split(/\r?\n/).find((l) => l.toLowerCase().startsWith(name.toLowerCase() + ":"));
   return line?.slice(name.length + 1).trim();
 }
+
+/**
+ * An ARF (RFC 5965) abuse report, as a mailbox provider's feedback loop sends it: from `fbl@<reporterDomain>` to
+ * `rcptTo`, about the message `originalRaw` that was sent to `originalRcpt`.
+ */
+export function arfReport(reporterDomain: string, originalRcpt: string, rcptTo: string, originalRaw: Buffer | string): string {
+  const b = "bb-arf-boundary";
+  return [
+    `From: fbl@${reporterDomain}`,
+    `To: ${rcptTo}`,
+    "Subject: Abuse report",
+    "MIME-Version: 1.0",
+    `Content-Type: multipart/report; report-type=feedback-report; boundary="${b}"`,
+    "",
+    `--${b}`,
+    "Content-Type: text/plain",
+    "",
+    "This is an email abuse report.",
+    `--${b}`,
+    "Content-Type: message/feedback-report",
+    "",
+    "Feedback-Type: abuse",
+    "User-Agent: bb-test/1.0",
+    "Version: 1",
+    `Original-Rcpt-To: ${originalRcpt}`,
+    `--${b}`,
+    "Content-Type: message/rfc822",
+    "",
+    originalRaw.toString(),
+    `--${b}--`,
+    "",
+  ].join("\r\n");
+}

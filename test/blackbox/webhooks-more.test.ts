@@ -16,7 +16,7 @@ import { createAccount, freeTcpPort, makeApi, spawnServer, startServer, type Acc
 import { sendSmtp } from "../support/smtp-client";
 import type { SinkMessage } from "../support/smtp-sink";
 import { waitFor } from "../support/wait";
-import { expectOk, isIsoDate, newProject, UUID } from "./support";
+import { arfReport, expectOk, isIsoDate, newProject, UUID } from "./support";
 
 setDefaultTimeout(30_000);
 
@@ -145,35 +145,6 @@ const hrefs = (html: string) => [...html.matchAll(/href="([^"]+)"/g)].map((m) =>
 const imgs = (html: string) => [...html.matchAll(/<img[^>]+src="([^"]+)"/g)].map((m) => m[1]!.replace(/&amp;/g, "&"));
 const ours = (u: string) => u.startsWith(srv.ctx.config.publicUrl);
 const deliverInbound = (mailFrom: string, rcptTo: string, raw: string) => sendSmtp(inboundPort, { from: mailFrom, to: [rcptTo], raw }, { ignoreTLS: true });
-/** An ARF (RFC 5965) abuse report quoting the original message. */
-function arf(to: string, rcptTo: string, original: SinkMessage) {
-  const b = "wh-arf-b";
-  return [
-    `From: fbl@${RCPT_DOMAIN}`,
-    `To: ${rcptTo}`,
-    "Subject: Abuse report",
-    "MIME-Version: 1.0",
-    `Content-Type: multipart/report; report-type=feedback-report; boundary="${b}"`,
-    "",
-    `--${b}`,
-    "Content-Type: text/plain",
-    "",
-    "This is an email abuse report.",
-    `--${b}`,
-    "Content-Type: message/feedback-report",
-    "",
-    "Feedback-Type: abuse",
-    "User-Agent: wh-test/1.0",
-    "Version: 1",
-    `Original-Rcpt-To: ${to}`,
-    `--${b}`,
-    "Content-Type: message/rfc822",
-    "",
-    original.raw.toString("utf8"),
-    `--${b}--`,
-    "",
-  ].join("\r\n");
-}
 
 const EMAIL_TYPES = [
   "email.sent",
@@ -243,7 +214,7 @@ describe("every documented event reaches the endpoints subscribed to it", () => 
     await click.arrayBuffer();
     expect(click.headers.get("location")).toBe(LANDING);
     await emailStatus(ok.id, "CLICKED");
-    expect((await deliverInbound("", "fbl@mailsvc.test", arf(okTo, "fbl@mailsvc.test", okMsg))).ok).toBe(true);
+    expect((await deliverInbound("", "fbl@mailsvc.test", arfReport(RCPT_DOMAIN, okTo, "fbl@mailsvc.test", okMsg.raw))).ok).toBe(true);
     await emailStatus(ok.id, "COMPLAINED");
 
     // email.deferred on each 4xx retry, then email.failed (MAILSVC_RETRY_SCHEDULE 1s,2s: two retries).
