@@ -17,6 +17,7 @@ import m017 from "../../migrations/017_field_stats_guard.sql" with { type: "text
 import m018 from "../../migrations/018_executions_by_contact.sql" with { type: "text" };
 import m019 from "../../migrations/019_executions_unstarted.sql" with { type: "text" };
 import m020 from "../../migrations/020_segment_members_synced.sql" with { type: "text" };
+import m021 from "../../migrations/021_session_revocation.sql" with { type: "text" };
 
 export const MIGRATIONS: { name: string; sql: string }[] = [
   { name: "001_foundation", sql: m001 },
@@ -37,4 +38,5 @@ export const MIGRATIONS: { name: string; sql: string }[] = [
   { name: "018_executions_by_contact", sql: m018 },
   { name: "019_executions_unstarted", sql: m019 },
   { name: "020_segment_members_synced", sql: m020 },
+  { name: "021_session_revocation", sql: m021 },
 ];

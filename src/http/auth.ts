@@ -1,4 +1,5 @@
 import { jwt } from "@elysiajs/jwt";
+import { createHash } from "node:crypto";
 import { Elysia } from "elysia";
 import type { AppContext } from "../context";
 import { rejectedBodies } from "./body";
@@ -109,8 +110,9 @@ async function authenticate(
   const payload = await jwt.verify(token, { currentDate: new Date(ctx.clock.now()) });
   if (!payload || typeof payload.sub !== "string") throw unauthorized("Session expired or invalid; log in again");
   const userId = payload.sub;
-  const user = await ctx.db.selectFrom("users").select("id").where("id", "=", userId).executeTakeFirst();
+  const user = await ctx.db.selectFrom("users").select(["id", "sessions_valid_after"]).where("id", "=", userId).executeTakeFirst();
   if (!user) throw unauthorized("Session user no longer exists");
+  if (await sessionEnded(ctx, token, payload, user.sessions_valid_after ?? null)) throw unauthorized("Session ended; log in again");
   checkCsrf(ctx, request);
 
   if (mode === "session") return { projectId: "", via: "session", userId, role: null };
@@ -124,6 +126,39 @@ async function authenticate(
   if (m.disabled) throw projectDisabled(m.disabled_reason);
   return { projectId, via: "session", userId, role: m.role };
 }
+
+export const sessionTokenHash = (token: string) => createHash("sha256").update(token).digest("hex");
+
+/**
+ * Whether a (validly signed, unexpired) session was ended: logged out (its digest is in revoked_sessions)
+ * or issued before the user's sessions_valid_after (a password reset). `ia` is the issue time on the
+ * service clock (users/routes.ts); a token without it predates the claim and counts as issued at 0.
+ */
+async function sessionEnded(ctx: AppContext, token: string, payload: Record<string, unknown>, validAfter: number | null): Promise<boolean> {
+  if (validAfter !== null) {
+    const issued = typeof payload.ia === "number" ? payload.ia : 0;
+    if (issued < validAfter) return true;
+  }
+  const r = await ctx.db.selectFrom("revoked_sessions").select("token_hash").where("token_hash", "=", sessionTokenHash(token)).executeTakeFirst();
+  return !!r;
+}
+
+/** Ends one session (GET /auth/logout): its token is refused until it would have expired. */
+export async function revokeSession(ctx: AppContext, token: string | undefined, jwt: { verify: (t?: string, options?: { currentDate?: Date }) => Promise<false | Record<string, unknown>> }) {
+  if (!token) return;
+  const now = ctx.clock.now();
+  const payload = await jwt.verify(token, { currentDate: new Date(now) });
+  if (!payload) return;
+  const expiresAt = typeof payload.exp === "number" ? payload.exp * 1000 : now + SESSION_TTL_SECONDS * 1000;
+  await ctx.db.deleteFrom("revoked_sessions").where("expires_at", "<", now).execute();
+  await ctx.db
+    .insertInto("revoked_sessions")
+    .values({ token_hash: sessionTokenHash(token), expires_at: expiresAt })
+    .onConflict((oc) => oc.doNothing())
+    .execute();
+}
+
+export { sessionToken };
 
 export function membership(ctx: AppContext, projectId: string, userId: string) {
   return ctx.db
@@ -145,7 +180,7 @@ function projectDisabled(reason: string | null) {
  * Cookie-authenticated writes must come from our own origin. SameSite=Lax already stops most
  * cross-site posts; this closes the rest (old browsers, same-site subdomains).
  */
-function checkCsrf(ctx: AppContext, request: Request) {
+export function checkCsrf(ctx: AppContext, request: Request) {
   if (request.method === "GET" || request.method === "HEAD" || request.method === "OPTIONS") return;
   const origin = request.headers.get("origin");
   if (!origin) {

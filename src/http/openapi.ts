@@ -219,7 +219,8 @@ export function apiDocsRoutes(ctx: AppContext, app: () => AnyApp) {
       cached ??= JSON.stringify(buildOpenApiDocument(app(), ctx));
       return new Response(cached, { headers: { "content-type": "application/json; charset=utf-8" } });
     })
-    .get("/docs", () => new Response(DOCS_HTML, { headers: { "content-type": "text/html; charset=utf-8" } }))
+    // Same origin as the dashboard: never framed (clickjacking), never sniffed.
+    .get("/docs", () => new Response(DOCS_HTML, { headers: { "content-type": "text/html; charset=utf-8", "x-frame-options": "DENY", "content-security-policy": "frame-ancestors 'none'", "x-content-type-options": "nosniff" } }))
     .get("/docs/swagger-ui-bundle.js", () => new Response(Bun.file(bundlePath), { headers: { "content-type": "application/javascript; charset=utf-8", "cache-control": "public, max-age=86400" } }))
     .get("/docs/swagger-ui.css", () => new Response(Bun.file(cssPath), { headers: { "content-type": "text/css; charset=utf-8", "cache-control": "public, max-age=86400" } }));
 }

@@ -100,7 +100,9 @@ describe("POST /auth/login, GET /auth/logout, GET /users/@me", () => {
   });
 
   test("logout clears the cookie", async () => {
-    const res = await srv.api("/auth/logout", { cookie: main.cookie });
+    // A session of its own: the logged-out one ends (main.cookie is used by the tests below).
+    const login = await srv.api("/auth/login", { body: { email: main.email, password: MAIN_PASSWORD } });
+    const res = await srv.api("/auth/logout", { cookie: cookieOf(login, "token")!.pair });
     expectOk(res);
     const c = cookieOf(res, "token");
     expect(c).not.toBeNull();

@@ -11,6 +11,13 @@ export interface UsersTable {
   email_verified_at: number | null;
   created_at: number;
   updated_at: number;
+  /** Migration 021: sessions issued before this time (service-clock ms) are refused (set by a password reset). */
+  sessions_valid_after?: number | null;
+}
+/** Migration 021: session tokens ended by logout (sha256 hex), kept until they would have expired. */
+export interface RevokedSessionsTable {
+  token_hash: string;
+  expires_at: number;
 }
 export interface ProjectsTable {
   id: string;
@@ -73,6 +80,7 @@ export interface FoundationTables {
   projects: ProjectsTable;
   project_members: ProjectMembersTable;
   account_tokens: AccountTokensTable;
+  revoked_sessions: RevokedSessionsTable;
   idempotency_keys: IdempotencyKeysTable;
   jobs: JobsTable;
 }

@@ -27,12 +27,15 @@ export type TrackingMode = (typeof TRACKING_MODES)[number];
 type ProjectRow = Selectable<ProjectsTable>;
 
 export function viewProject(p: ProjectRow, role?: string) {
+  // A MEMBER only reads: the secret key (which acts as ADMIN on /projects/:id/* and outlives the
+  // membership) and the webhook signing secret are not theirs to see.
+  const member = role === "MEMBER";
   return {
     id: p.id,
     name: p.name,
     public: p.public_key,
-    secret: p.secret_key,
-    webhookSecret: p.webhook_secret ?? null,
+    secret: member ? null : p.secret_key,
+    webhookSecret: member ? null : (p.webhook_secret ?? null),
     disabled: !!p.disabled,
     disabledReason: p.disabled_reason,
     tracking: p.tracking,

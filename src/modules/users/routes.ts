@@ -1,19 +1,20 @@
 import { Elysia } from "elysia";
 import type { AppContext } from "../../context";
-import { authPlugin, SESSION_COOKIE, SESSION_TTL_SECONDS } from "../../http/auth";
+import { authPlugin, checkCsrf, revokeSession, SESSION_COOKIE, SESSION_TTL_SECONDS, sessionToken } from "../../http/auth";
 import * as schemas from "./schemas";
 import * as svc from "./service";
 
 export function userRoutes(ctx: AppContext) {
   const secure = ctx.config.publicUrl.startsWith("https://");
   const setSession = async (
-    jwt: { sign: (p: { sub: string; exp: number }) => Promise<string> },
+    jwt: { sign: (p: { sub: string; exp: number; ia: number }) => Promise<string> },
     cookie: Record<string, any>,
     userId: string,
   ) => {
     cookie[SESSION_COOKIE].set({
       // Expires SESSION_TTL_SECONDS after now on the service clock (checked against it in http/auth.ts).
-      value: await jwt.sign({ sub: userId, exp: Math.floor(ctx.clock.now() / 1000) + SESSION_TTL_SECONDS }),
+      // `ia`: issued at, service-clock ms (a password reset ends the sessions issued before it, http/auth.ts).
+      value: await jwt.sign({ sub: userId, exp: Math.floor(ctx.clock.now() / 1000) + SESSION_TTL_SECONDS, ia: ctx.clock.now() }),
       httpOnly: true,
       sameSite: "lax",
       secure,
@@ -26,7 +27,9 @@ export function userRoutes(ctx: AppContext) {
     .use(authPlugin(ctx))
     .post(
       "/auth/signup",
-      async ({ body, jwt, cookie, set }) => {
+      async ({ body, jwt, cookie, set, request }) => {
+        // Login CSRF: another site must not sign the browser into an account of its choosing.
+        checkCsrf(ctx, request);
         const user = await svc.signup(ctx, body);
         await setSession(jwt, cookie, user.id);
         set.status = 201;
@@ -36,14 +39,17 @@ export function userRoutes(ctx: AppContext) {
     )
     .post(
       "/auth/login",
-      async ({ body, jwt, cookie }) => {
+      async ({ body, jwt, cookie, request }) => {
+        checkCsrf(ctx, request);
         const user = await svc.login(ctx, body);
         await setSession(jwt, cookie, user.id);
         return { success: true, data: { id: user.id, email: user.email } };
       },
       { body: schemas.LoginBody },
     )
-    .get("/auth/logout", ({ cookie }) => {
+    .get("/auth/logout", async ({ cookie, request, jwt }) => {
+      // The session is a signed token: clearing the cookie alone would leave a copy of it valid for days.
+      await revokeSession(ctx, sessionToken(request), jwt);
       cookie[SESSION_COOKIE].set({ value: "", httpOnly: true, sameSite: "lax", secure, path: "/", maxAge: 0 });
       return { success: true };
     })

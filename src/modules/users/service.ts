@@ -157,7 +157,8 @@ export async function resetPassword(ctx: AppContext, token: string, password: st
   const now = ctx.clock.now();
   await ctx.db
     .updateTable("users")
-    .set({ password_hash: await hashPassword(password), updated_at: now })
+    // Every session issued before the reset ends (a stolen session must not outlive the new password).
+    .set({ password_hash: await hashPassword(password), updated_at: now, sessions_valid_after: now })
     .where("id", "=", userId)
     .execute();
 }

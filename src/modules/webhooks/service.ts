@@ -52,7 +52,8 @@ function checkUrl(ctx: AppContext, raw: string): string {
   if (u.protocol !== "http:" && u.protocol !== "https:") throw invalidField("url", "The URL must use http or https", "invalid_string", raw);
   if (u.username || u.password) throw invalidField("url", "Credentials in the URL are not allowed; put a token in the path or query", "invalid_string", raw);
   if (!ctx.config.allowPrivateWebhooks) {
-    const host = u.hostname.toLowerCase();
+    // "localhost." is localhost too (a fully qualified name): compare without the root's trailing dots.
+    const host = u.hostname.toLowerCase().replace(/\.+$/, "");
     const literal = isIpLiteral(host);
     const v = literal ? classifyAddress(host) : null;
     if (host === "localhost" || host.endsWith(".localhost") || (v && !v.allowed)) {

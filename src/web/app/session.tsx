@@ -11,7 +11,8 @@ export interface Project {
   id: string;
   name: string;
   public: string;
-  secret: string;
+  /** null for a MEMBER (read-only role). */
+  secret: string | null;
   webhookSecret?: string;
   disabled: boolean;
   disabledReason: string | null;

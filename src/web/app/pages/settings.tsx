@@ -112,7 +112,7 @@ export function SettingsPage() {
           The public key (<code>pk_</code>) only tracks events (<code>POST /v1/track</code>) and may ship in a browser. The secret key (<code>sk_</code>) does everything else: keep it on your server.
         </p>
         <Secret label="Public key" value={project.public} />
-        <Secret label="Secret key" value={project.secret} />
+        {project.secret && <Secret label="Secret key" value={project.secret} />}
         {project.webhookSecret && <Secret label="Webhook signing secret" value={project.webhookSecret} />}
         <ErrorBanner error={rotate.error} />
         <button
