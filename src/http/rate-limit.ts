@@ -10,8 +10,9 @@ export interface RateDecision {
 }
 
 /**
- * Fixed one-minute window per project, in memory (one process owns the service).
- * The counter is per project, so all keys and sessions of a project share it.
+ * Fixed window per key (one minute per project for the API), in memory (one process owns the service).
+ * The API's counter is per project, so all keys and sessions of a project share it; the account
+ * endpoints use their own instances keyed by address (users/service.ts).
  */
 export class RateLimiter {
   private windows = new Map<string, { start: number; count: number }>();
@@ -32,6 +33,14 @@ export class RateLimiter {
     if (w.count >= this.limit) return { allowed: false, limit: this.limit, limitHeader: this.limitHeader, remaining: 0, resetSeconds };
     w.count++;
     return { allowed: true, limit: this.limit, limitHeader: this.limitHeader, remaining: this.limit - w.count, resetSeconds };
+  }
+
+  /** Seconds until `key`'s window resets when it is used up, else 0 (looks without counting). */
+  blockedFor(key: string): number {
+    const now = this.clock.now();
+    const w = this.windows.get(key);
+    if (!w || now - w.start >= this.windowMs || w.count < this.limit) return 0;
+    return Math.max(1, Math.ceil((w.start + this.windowMs - now) / 1000));
   }
 
   private sweep(now: number) {

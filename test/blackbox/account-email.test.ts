@@ -68,6 +68,18 @@ describe("password reset", () => {
     expectEnvelope(await srv.api("/auth/reset-password", { body: { token, password: "third password" } }), 400);
   });
 
+  test("at most 5 reset emails per address per hour: more requests get the same answer and send nothing", async () => {
+    const u = await signup();
+    for (let i = 0; i < 7; i++) expectOk(await srv.api("/auth/request-password-reset", { body: { email: u.email } }));
+    await mailTo(u.email, 4);
+    await srv.drainJobs();
+    await Bun.sleep(200);
+    expect(sink.byRecipient(u.email).length).toBe(5);
+    srv.clock.advance(60 * 60_000 + 1000);
+    expectOk(await srv.api("/auth/request-password-reset", { body: { email: u.email } }));
+    await mailTo(u.email, 5);
+  });
+
   test("an unknown email gets the same answer and no mail", async () => {
     const before = sink.messages.length;
     const res = await srv.api("/auth/request-password-reset", { body: { email: `nobody@${USER_DOMAIN}` } });

@@ -118,3 +118,17 @@ describe("the API docs page (same origin as the dashboard)", () => {
     expect(res.headers.get("x-content-type-options")).toBe("nosniff");
   });
 });
+
+describe("password guessing is throttled per address", () => {
+  test("10 failed logins in 15 minutes: then 429 with Retry-After, the right password included; the window passes", async () => {
+    const victim = await createAccount(srv.api, "Guessed");
+    for (let i = 0; i < 10; i++) expectEnvelope(await srv.api("/auth/login", { body: { email: victim.email, password: `wrong ${i}` } }), 401);
+    const refused = await srv.api("/auth/login", { body: { email: victim.email.toUpperCase(), password: PASSWORD } });
+    expectEnvelope(refused, 429, "RATE_LIMIT_EXCEEDED");
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+    // Other addresses are not affected.
+    expect((await srv.api("/auth/login", { body: { email: owner.email, password: PASSWORD } })).status).toBe(200);
+    srv.clock.advance(15 * 60_000 + 1000);
+    expect((await srv.api("/auth/login", { body: { email: victim.email, password: PASSWORD } })).status).toBe(200);
+  });
+});

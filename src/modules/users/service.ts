@@ -3,6 +3,7 @@ import { iso } from "../../clock";
 import type { AppContext } from "../../context";
 import { AppError, badRequest, conflict, forbidden, unauthorized, validationError } from "../../http/errors";
 import { isValidEmail } from "../../mail/address";
+import { RateLimiter } from "../../http/rate-limit";
 import { hashPassword, verifyPassword } from "./passwords";
 
 export interface UserView {
@@ -58,13 +59,39 @@ export async function signup(ctx: AppContext, input: { email: string; password: 
   return createUser(ctx, input);
 }
 
+// Password guessing and reset-mail flooding, per address: at most LOGIN_FAILURES failed logins per
+// LOGIN_WINDOW_MS (then 429 until the window ends, the right password included), at most RESET_MAILS
+// reset emails per RESET_WINDOW_MS (more requests get the same answer and send nothing).
+const LOGIN_FAILURES = 10;
+const LOGIN_WINDOW_MS = 15 * 60_000;
+const RESET_MAILS = 5;
+const RESET_WINDOW_MS = 60 * 60_000;
+const accountLimiters = new WeakMap<AppContext, { logins: RateLimiter; resets: RateLimiter }>();
+function limitersOf(ctx: AppContext) {
+  let l = accountLimiters.get(ctx);
+  if (!l) accountLimiters.set(ctx, (l = { logins: new RateLimiter(LOGIN_FAILURES, ctx.clock, LOGIN_WINDOW_MS), resets: new RateLimiter(RESET_MAILS, ctx.clock, RESET_WINDOW_MS) }));
+  return l;
+}
+
 export async function login(ctx: AppContext, input: { email: string; password: string }) {
-  const user = await ctx.db.selectFrom("users").selectAll().where("email", "=", normalizeEmail(input.email)).executeTakeFirst();
+  const email = normalizeEmail(input.email);
+  const { logins } = limitersOf(ctx);
+  const wait = logins.blockedFor(email);
+  if (wait) {
+    throw new AppError(429, "RATE_LIMIT_EXCEEDED", `Too many failed logins for this address; try again in ${wait} s`, {
+      details: { retryAfterSeconds: wait },
+      headers: { "Retry-After": String(wait) },
+    });
+  }
+  const user = await ctx.db.selectFrom("users").selectAll().where("email", "=", email).executeTakeFirst();
   // Hash something even for unknown users so timing does not reveal which emails exist.
   const ok = user
     ? await verifyPassword(input.password, user.password_hash)
     : (await verifyPassword(input.password, await dummyHash()), false);
-  if (!user || !ok) throw unauthorized("Invalid email or password");
+  if (!user || !ok) {
+    logins.hit(email);
+    throw unauthorized("Invalid email or password");
+  }
   return user;
 }
 let dummy: Promise<string> | null = null;
@@ -142,6 +169,7 @@ export async function requestPasswordReset(ctx: AppContext, email: string) {
   const send = requireAccountMail(ctx);
   const user = await ctx.db.selectFrom("users").selectAll().where("email", "=", normalizeEmail(email)).executeTakeFirst();
   if (!user) return; // same answer whether or not the account exists
+  if (!limitersOf(ctx).resets.hit(user.email).allowed) return; // same answer too: nothing more is sent this hour
   const token = await issueToken(ctx, user.id, "reset", RESET_TTL_MS);
   const url = link(ctx, "/auth/reset-password", token);
   await send(ctx, {
