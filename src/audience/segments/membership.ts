@@ -13,6 +13,7 @@ import type { DB } from "../../db";
 import type { SegmentsTable } from "../../db/tables/segments";
 import { compileFrag, fragToRaw, parseStoredCondition, resolveSegments, type ConditionTree, type SegmentDef } from "../conditions";
 import { q } from "../conditions/frag";
+import { notFound } from "../../http/errors";
 import { newEventId, notifyEvents, type RecordedEvent } from "../events";
 import { segmentMemberFrag } from "./audience";
 import { followPlan, type FollowPlan } from "./follow";
@@ -158,15 +159,23 @@ export async function liveCount(db: Transaction<DB> | AppContext["db"], seg: Seg
  * POST /segments/:id/compute and the sweep. A tracked DYNAMIC segment: stores its membership and
  * records an entry/exit event per change. Any other: only counts. Either way memberCount is refreshed.
  */
-export async function computeSegment(ctx: AppContext, seg: SegmentRow): Promise<{ added: number; removed: number; total: number }> {
-  if (seg.type !== "DYNAMIC" || seg.track_membership !== 1) {
-    const total = await liveCount(ctx.db, seg, ctx.clock.now());
-    await ctx.db.updateTable("segments").set({ member_count: total }).where("id", "=", seg.id).execute();
-    return { added: 0, removed: 0, total };
-  }
-  const tree = parseStoredCondition(seg.condition);
+export async function computeSegment(ctx: AppContext, stale: SegmentRow): Promise<{ added: number; removed: number; total: number }> {
   const result = await ctx.db.transaction().execute(async (trx) => {
     const now = ctx.clock.now();
+    // Read again in the transaction: a PATCH (condition, trackMembership) or DELETE that committed since
+    // `stale` was read must not get members or entry/exit events written by the old definition.
+    const seg = await trx
+      .selectFrom("segments")
+      .select(["id", "project_id", "slug", "name", "type", "condition", "track_membership"])
+      .where("id", "=", stale.id)
+      .executeTakeFirst();
+    if (!seg) throw notFound("Segment");
+    if (seg.type !== "DYNAMIC" || seg.track_membership !== 1) {
+      const total = await liveCount(trx, seg, now);
+      await trx.updateTable("segments").set({ member_count: total }).where("id", "=", seg.id).execute();
+      return { added: 0, removed: 0, total, events: [] as RecordedEvent[] };
+    }
+    const tree = parseStoredCondition(seg.condition);
     let segments: Map<string, SegmentDef> = new Map();
     if (tree) segments = await resolveSegments(trx, seg.project_id, [tree]);
     segments.delete(seg.id);

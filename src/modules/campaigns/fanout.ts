@@ -50,19 +50,28 @@ export async function runFanout(ctx: AppContext, job: JobRunContext<{ campaignId
 
 /** At scheduledFor: the campaign starts once (a rescheduled or cancelled campaign's old job does nothing). */
 export async function runStart(ctx: AppContext, job: JobRunContext<{ campaignId: string; scheduledFor: number }>): Promise<unknown> {
-  const c = await q.campaignById(ctx.db, job.payload.campaignId);
+  let c = await q.campaignById(ctx.db, job.payload.campaignId);
   if (!c || c.status !== "SCHEDULED" || c.scheduled_for !== job.payload.scheduledFor) return { skipped: true };
-  const recipients = await countRecipients(ctx, c);
+  let recipients = 0;
   try {
-    const row = await ctx.db.transaction().execute((trx) => beginSending(ctx, trx, c, ["SCHEDULED"], recipients));
-    ctx.jobs.wake();
-    return { started: !!row };
+    // beginSending refuses a row changed since it was read (an edit between the count and the start):
+    // read and count again then, while it is still this job's schedule.
+    for (let attempt = 0; ; attempt++) {
+      recipients = await countRecipients(ctx, c);
+      const row = await ctx.db.transaction().execute((trx) => beginSending(ctx, trx, c!, ["SCHEDULED"], recipients));
+      if (row) {
+        ctx.jobs.wake();
+        return { started: true };
+      }
+      c = await q.campaignById(ctx.db, job.payload.campaignId);
+      if (!c || c.status !== "SCHEDULED" || c.scheduled_for !== job.payload.scheduledFor || attempt >= 4) return { started: false };
+    }
   } catch (e) {
     if (!(e instanceof AppError) || e.status !== 402) throw e;
     // Over the monthly cap at its scheduled time: the campaign is cancelled, nothing is sent.
     const now = ctx.clock.now();
-    await q.updateCampaignRow(ctx.db, c.project_id, c.id, { status: "CANCELLED", cancelled_at: now, completed_at: now, updated_at: now }, ["SCHEDULED"]);
-    ctx.log.warn("scheduled campaign cancelled: over the monthly campaigns cap", { campaign: c.id, recipients, details: JSON.stringify(e.extra.details ?? {}) });
+    await q.updateCampaignRow(ctx.db, c!.project_id, c!.id, { status: "CANCELLED", cancelled_at: now, completed_at: now, updated_at: now }, ["SCHEDULED"]);
+    ctx.log.warn("scheduled campaign cancelled: over the monthly campaigns cap", { campaign: c!.id, recipients, details: JSON.stringify(e.extra.details ?? {}) });
     return { started: false, cancelled: "BILLING_LIMIT_EXCEEDED" };
   }
 }

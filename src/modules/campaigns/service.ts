@@ -227,6 +227,13 @@ export async function beginSending(
   opts: { clearSchedule?: boolean } = {},
 ): Promise<CampaignRow | undefined> {
   const now = ctx.clock.now();
+  // Checked first, inside the transaction: a concurrent send, cancel, PUT or DELETE that committed since
+  // `c` was read (and validated and counted) makes this one the loser, before anything is charged or stored.
+  const fresh = await q.campaignById(trx, c.id);
+  if (!fresh || !from.includes(fresh.status as CampaignStatus) || JSON.stringify(fresh) !== JSON.stringify(c)) return undefined;
+  // The audience's segment may have been deleted meanwhile (DELETE /segments checks for users in its own transaction).
+  const audience = await audienceErrors({ ...ctx, db: trx as AppContext["db"] }, fresh);
+  if (audience.length) throw validationError(audience);
   // The whole audience is charged before any fan-out: over the monthly cap nothing is sent (402).
   await ctx.hooks.consumeQuota?.(trx as never, ctx, c.project_id, "campaigns", recipients);
   const contentId = await insertContent(trx, now, {

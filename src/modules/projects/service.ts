@@ -169,8 +169,8 @@ export async function inviteMember(ctx: AppContext, projectId: string, actorRole
   return { userId: user.id, email: user.email, role: input.role, createdAt: iso(now) };
 }
 
-async function memberRole(ctx: AppContext, projectId: string, userId: string) {
-  const m = await ctx.db
+async function memberRole(db: AppContext["db"], projectId: string, userId: string) {
+  const m = await db
     .selectFrom("project_members")
     .select("role")
     .where("project_id", "=", projectId)
@@ -180,8 +180,8 @@ async function memberRole(ctx: AppContext, projectId: string, userId: string) {
   return m.role;
 }
 
-async function ownerCount(ctx: AppContext, projectId: string) {
-  const r = await ctx.db
+async function ownerCount(db: AppContext["db"], projectId: string) {
+  const r = await db
     .selectFrom("project_members")
     .select((eb) => eb.fn.countAll<number>().as("n"))
     .where("project_id", "=", projectId)
@@ -192,32 +192,39 @@ async function ownerCount(ctx: AppContext, projectId: string) {
 
 export async function changeRole(ctx: AppContext, projectId: string, actor: { userId: string; role: string }, targetId: string, role: Role) {
   requireRole(actor.role, ["OWNER", "ADMIN"], "change roles");
-  const current = await memberRole(ctx, projectId, targetId);
-  if (actor.role !== "OWNER" && (current === "OWNER" || role === "OWNER")) throw forbidden("Only an owner can change an owner's role or make an owner");
-  if (current === "OWNER" && role !== "OWNER" && (await ownerCount(ctx, projectId)) <= 1) {
-    throw invalidState("The last owner cannot be demoted; make another member owner first");
-  }
-  await ctx.db
-    .updateTable("project_members")
-    .set({ role })
-    .where("project_id", "=", projectId)
-    .where("user_id", "=", targetId)
-    .execute();
+  // The last-owner check and the write in one transaction: two demotions (or removals) of the last two
+  // owners at once must not both see two owners.
+  await ctx.db.transaction().execute(async (trx) => {
+    const current = await memberRole(trx, projectId, targetId);
+    if (actor.role !== "OWNER" && (current === "OWNER" || role === "OWNER")) throw forbidden("Only an owner can change an owner's role or make an owner");
+    if (current === "OWNER" && role !== "OWNER" && (await ownerCount(trx, projectId)) <= 1) {
+      throw invalidState("The last owner cannot be demoted; make another member owner first");
+    }
+    await trx
+      .updateTable("project_members")
+      .set({ role })
+      .where("project_id", "=", projectId)
+      .where("user_id", "=", targetId)
+      .execute();
+  });
   const [m] = (await listMembers(ctx, projectId)).filter((x) => x.userId === targetId);
   return m!;
 }
 
 export async function removeMember(ctx: AppContext, projectId: string, actor: { userId: string; role: string }, targetId: string) {
-  const current = await memberRole(ctx, projectId, targetId);
-  const self = actor.userId === targetId;
-  if (!self) {
-    requireRole(actor.role, ["OWNER", "ADMIN"], "remove members");
-    if (current === "OWNER" && actor.role !== "OWNER") throw forbidden("Only an owner can remove an owner");
-  }
-  if (current === "OWNER" && (await ownerCount(ctx, projectId)) <= 1) {
-    throw invalidState("The last owner cannot be removed; make another member owner first");
-  }
-  await ctx.db.deleteFrom("project_members").where("project_id", "=", projectId).where("user_id", "=", targetId).execute();
+  await ctx.db.transaction().execute(async (trx) => {
+    const current = await memberRole(trx, projectId, targetId);
+    const self = actor.userId === targetId;
+    if (!self) {
+      requireRole(actor.role, ["OWNER", "ADMIN"], "remove members");
+      if (current === "OWNER" && actor.role !== "OWNER") throw forbidden("Only an owner can remove an owner");
+    }
+    // Checked in the same transaction as the delete: two owners leaving at once cannot both pass it.
+    if (current === "OWNER" && (await ownerCount(trx, projectId)) <= 1) {
+      throw invalidState("The last owner cannot be removed; make another member owner first");
+    }
+    await trx.deleteFrom("project_members").where("project_id", "=", projectId).where("user_id", "=", targetId).execute();
+  });
 }
 
 // ---- state ----------------------------------------------------------------------------------

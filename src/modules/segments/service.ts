@@ -155,14 +155,19 @@ export async function updateSegment(ctx: AppContext, projectId: string, id: stri
     if (row.type === "STATIC") throw invalidField("condition", "A STATIC segment has no condition; manage its members instead", "invalid_state");
     tree = await checkedCondition(ctx, projectId, input.condition, row.id);
   }
-  const next: SegmentRow = { ...row };
-  if (input.name !== undefined) next.name = trimmedName(input.name);
-  if (input.description !== undefined) next.description = input.description;
-  if (tree) next.condition = JSON.stringify(tree);
-  if (input.trackMembership !== undefined) next.track_membership = input.trackMembership ? 1 : 0;
+  const name = input.name !== undefined ? trimmedName(input.name) : undefined;
   await ensureFieldIndexes(ctx, tree);
-  const untracked = row.type === "DYNAMIC" && row.track_membership === 1 && next.track_membership === 0;
   const updated = await ctx.db.transaction().execute(async (trx) => {
+    // The patch applies to the row as it is now (read again in the transaction): a concurrent PATCH of
+    // other fields is kept, not overwritten with what `row` held before it.
+    const cur = await q.selectSegment(trx, projectId, id);
+    if (!cur) throw notFound("Segment");
+    const next: SegmentRow = { ...cur };
+    if (name !== undefined) next.name = name;
+    if (input.description !== undefined) next.description = input.description;
+    if (tree) next.condition = JSON.stringify(tree);
+    if (input.trackMembership !== undefined) next.track_membership = input.trackMembership ? 1 : 0;
+    const untracked = cur.type === "DYNAMIC" && cur.track_membership === 1 && next.track_membership === 0;
     const now = ctx.clock.now();
     next.updated_at = now;
     // An untracked DYNAMIC segment forgets its stored membership: tracking again starts empty.
@@ -186,11 +191,16 @@ export async function updateSegment(ctx: AppContext, projectId: string, id: stri
 
 export async function deleteSegment(ctx: AppContext, projectId: string, id: string): Promise<void> {
   await getRow(ctx, projectId, id);
-  for (const hook of ctx.hooks.segmentInUse) {
-    const user = await hook(ctx, projectId, id);
-    if (user) throw invalidState(`The segment is used by ${user}`, { segmentId: id });
-  }
-  await q.deleteSegment(ctx.db, projectId, id);
+  // The in-use check and the delete in one transaction: a campaign send committing between them would
+  // otherwise start SENDING to a segment that is then deleted.
+  await ctx.db.transaction().execute(async (trx) => {
+    const inTrx: AppContext = { ...ctx, db: trx };
+    for (const hook of ctx.hooks.segmentInUse) {
+      const user = await hook(inTrx, projectId, id);
+      if (user) throw invalidState(`The segment is used by ${user}`, { segmentId: id });
+    }
+    await q.deleteSegment(trx, projectId, id);
+  });
   forgetTrackedSegments(ctx, projectId);
 }
 
