@@ -11,7 +11,7 @@ import { sendEnv } from "../send/support";
 import type { DeliveryEnv } from "../support/delivery";
 import { createAccount } from "../support/server";
 import { chain } from "../workflows/support";
-import { addContacts, campaignBody, RCPT, waitForCampaign } from "../campaigns/support";
+import { addContacts, campaignBody, RCPT, SENDER, waitForCampaign } from "../campaigns/support";
 
 let env: DeliveryEnv;
 let key: string;
@@ -324,5 +324,169 @@ describe("contacts and domains", () => {
   test("three POST /domains of one domain at once: one 201, two 409", async () => {
     const rs = await Promise.all([0, 1, 2].map(() => api("/domains", { body: { domain: "race-domain.test" } })));
     expect(statuses(rs)).toEqual([201, 409, 409]);
+  });
+});
+
+describe("idempotency, imports, bulk jobs, duplicates, members", () => {
+  const countRows = async (table: "emails" | "events", col: "to_email" | "name", value: string) =>
+    (await env.srv.ctx.db.selectFrom(table).select("id").where(col as never, "=", value as never).execute()).length;
+
+  test("three /v1/send with one Idempotency-Key at once: one 200, two 409 IDEMPOTENCY_KEY_REUSED, one email", async () => {
+    for (let round = 0; round < 3; round++) {
+      const to = `idem-send-${round}@${RCPT}`;
+      const body = { to, from: `news@${SENDER}`, subject: "Once", body: "<p>once</p>" };
+      const rs = await contended(() => Promise.all([0, 1, 2].map(() => api("/v1/send", { body, headers: { "idempotency-key": `race-send-${round}` } }))));
+      expect(statuses(rs)).toEqual([200, 409, 409]);
+      for (const r of rs.filter((r) => r.status === 409)) expect(r.body.error.code).toBe("IDEMPOTENCY_KEY_REUSED");
+      expect(await countRows("emails", "to_email", to)).toBe(1);
+    }
+  });
+
+  test("three /v1/track with one Idempotency-Key at once: one 200, two 409 IDEMPOTENCY_KEY_REUSED, one event", async () => {
+    for (let round = 0; round < 3; round++) {
+      const event = `idem-track-${round}`;
+      const body = { email: `idem-track-${round}@${RCPT}`, event };
+      const rs = await contended(() =>
+        Promise.all([0, 1, 2].map(() => env.srv.api("/v1/track", { key: env.acct.publicKey, body, headers: { "idempotency-key": `race-track-${round}` } }))),
+      );
+      expect(statuses(rs)).toEqual([200, 409, 409]);
+      for (const r of rs.filter((r) => r.status === 409)) expect(r.body.error.code).toBe("IDEMPOTENCY_KEY_REUSED");
+      await env.srv.drainJobs();
+      expect(await countRows("events", "name", event)).toBe(1);
+    }
+  });
+
+  const importCsv = (csv: string) => {
+    const form = new FormData();
+    form.append("file", new Blob([csv], { type: "text/csv" }), "contacts.csv");
+    return api("/contacts/import", { method: "POST", raw: form });
+  };
+  const jobResult = async (path: string) => {
+    await env.srv.drainJobs();
+    const r = await api(path);
+    expect(r.status).toBe(200);
+    expect(r.body.state).toBe("completed");
+    return r.body.result as { total: number; succeeded: number; created: number; updated: number; failed: number };
+  };
+  const contactsLike = async (prefix: string) =>
+    env.srv.ctx.db.selectFrom("contacts").select(["id", "email"]).where("project_id", "=", env.acct.projectId).where("email", "like", `${prefix}%`).execute();
+
+  test("two overlapping CSV imports at once: every address one contact, created/updated add up", async () => {
+    for (let round = 0; round < 2; round++) {
+      const p = `imp${round}-`;
+      // 1,500 rows each (two chunks), 1,000 addresses shared.
+      const a = ["email,plan", ...Array.from({ length: 1500 }, (_, i) => `${p}${i}@${RCPT},a`)].join("\n");
+      const b = ["email,plan", ...Array.from({ length: 1500 }, (_, i) => `${p}${i + 500}@${RCPT},b`)].join("\n");
+      const rs = await contended(() => Promise.all([importCsv(a), importCsv(b)]));
+      expect(statuses(rs)).toEqual([202, 202]);
+      const [ra, rb] = [await jobResult(`/contacts/import/${rs[0]!.body.jobId}`), await jobResult(`/contacts/import/${rs[1]!.body.jobId}`)];
+      for (const r of [ra, rb]) {
+        expect(r).toMatchObject({ total: 1500, succeeded: 1500, failed: 0 });
+        expect(r.created + r.updated).toBe(1500);
+      }
+      expect(ra.created + rb.created).toBe(2000);
+      expect(ra.updated + rb.updated).toBe(1000);
+      const rows = await contactsLike(p);
+      expect(rows.length).toBe(2000);
+      expect(new Set(rows.map((r) => r.email)).size).toBe(2000);
+    }
+  });
+
+  test("bulk subscribe, unsubscribe and delete of overlapping ids at once, racing a PATCH: no resurrection, no 500", async () => {
+    for (let round = 0; round < 3; round++) {
+      const ids = await addContacts(env, Array.from({ length: 6 }, (_, i) => ({ email: `bulk${round}-${i}@${RCPT}` })));
+      const [del, sub, unsub, patch] = await contended(() =>
+        Promise.all([
+          api("/contacts/bulk-delete", { body: { contactIds: ids.slice(0, 4) } }),
+          api("/contacts/bulk-subscribe", { body: { contactIds: ids.slice(2) } }),
+          api("/contacts/bulk-unsubscribe", { body: { contactIds: ids.slice(1, 5) } }),
+          api(`/contacts/${ids[1]}`, { method: "PATCH", body: { data: { plan: "patched" } } }),
+        ]),
+      );
+      expect(statuses([del, sub, unsub])).toEqual([202, 202, 202]);
+      expect([200, 404]).toContain(patch.status);
+      // The jobs themselves run concurrently (queue concurrency), with another PATCH arriving meanwhile.
+      const [late] = await Promise.all([api(`/contacts/${ids[0]}`, { method: "PATCH", body: { subscribed: false } }), env.srv.drainJobs()]);
+      expect([200, 404]).toContain(late.status);
+      const results = await Promise.all([del, sub, unsub].map((r) => jobResult(`/contacts/bulk/${r.body.jobId}`)));
+      for (const r of results) expect(r.succeeded + r.failed).toBe(r.total);
+      expect(results[0]!.succeeded).toBe(4);
+      const left = (await env.srv.ctx.db.selectFrom("contacts").select("id").where("id", "in", ids).execute()).map((r) => r.id).sort();
+      expect(left).toEqual(ids.slice(4).sort());
+      for (const id of ids.slice(0, 4)) expect((await api(`/contacts/${id}`)).status).toBe(404);
+    }
+  });
+
+  test("template duplicate racing DELETE of the original: 404 or a complete copy", async () => {
+    for (let round = 0; round < 3; round++) {
+      const t = await api("/templates", { body: { name: `dup tpl ${round}`, subject: "S", body: "<p>B</p>", from: `news@${SENDER}` } });
+      expect(t.status).toBe(201);
+      const dupIt = () => api(`/templates/${t.body.id}/duplicate`, { method: "POST" });
+      const delIt = () => api(`/templates/${t.body.id}`, { method: "DELETE" });
+      const [dup, del] = await contended(() => (round % 2 ? Promise.all([dupIt(), delIt()]) : Promise.all([delIt(), dupIt()]).then(([d, c]) => [c, d] as const)));
+      expect(del.status).toBeLessThan(300);
+      expect([201, 404]).toContain(dup.status);
+      if (dup.status === 201) {
+        const copy = await api(`/templates/${dup.body.id}`);
+        expect(copy.status).toBe(200);
+        expect(copy.body).toMatchObject({ name: `dup tpl ${round} (copy)`, subject: "S", body: "<p>B</p>" });
+      }
+    }
+  });
+
+  test("campaign duplicate racing DELETE of the original: 404 or a complete DRAFT copy", async () => {
+    for (let round = 0; round < 3; round++) {
+      const id = await newCampaign({ name: `dup camp ${round}` });
+      const dupIt = () => api(`/campaigns/${id}/duplicate`, { method: "POST" });
+      const delIt = () => api(`/campaigns/${id}`, { method: "DELETE" });
+      const [dup, del] = await contended(() => (round % 2 ? Promise.all([dupIt(), delIt()]) : Promise.all([delIt(), dupIt()]).then(([d, c]) => [c, d] as const)));
+      expect(del.status).toBeLessThan(300);
+      expect([201, 404]).toContain(dup.status);
+      if (dup.status === 201) {
+        const copy = await api(`/campaigns/${dup.body.id}`);
+        expect(copy.status).toBe(200);
+        expect(copy.body).toMatchObject({ name: `dup camp ${round} (copy)`, status: "DRAFT", subject: campaignBody().subject, body: campaignBody().body });
+      }
+    }
+  });
+
+  test("POST /campaigns/:id/test and /send at once: both 200, one test email, one fan-out", async () => {
+    // A small STATIC audience: the project holds thousands of imported contacts by now.
+    const seg = await api("/segments", { body: { name: "test+send audience", type: "STATIC" } });
+    expect((await api(`/segments/${seg.body.id}/members`, { body: { emails: [`ts-a@${RCPT}`, `ts-b@${RCPT}`], createMissing: true } })).status).toBe(200);
+    for (let round = 0; round < 2; round++) {
+      const id = await newCampaign({ name: `test+send ${round}`, audienceType: "SEGMENT", segmentId: seg.body.id });
+      const to = `tester-${round}@${RCPT}`;
+      const [t, send] = await contended(() => Promise.all([api(`/campaigns/${id}/test`, { body: { email: to } }), api(`/campaigns/${id}/send`, { body: {} })]));
+      expect(statuses([t, send])).toEqual([200, 200]);
+      await env.srv.drainJobs();
+      await waitForCampaign(env, id, "SENT");
+      expect(await countRows("emails", "to_email", to)).toBe(1);
+      const emails = await emailsOf(id);
+      expect(new Set(emails.map((e) => e.contact_id)).size).toBe(emails.length);
+      expect(emails.length).toBe(2);
+    }
+  });
+
+  test("POST /segments/:id/members racing DELETE of the segment: 200 or 404, never 500, nothing left behind", async () => {
+    for (let round = 0; round < 3; round++) {
+      for (const trackMembership of [false, true]) {
+        const s = await api("/segments", { body: { name: `members+delete ${round} ${trackMembership}`, type: "STATIC", trackMembership } });
+        expect(s.status).toBe(201);
+        const fresh = `mem-del-${round}-${trackMembership}@${RCPT}`;
+        const addIt = () => api(`/segments/${s.body.id}/members`, { body: { emails: [fresh, `seg1@${RCPT}`], createMissing: true } });
+        const remove = () => api(`/segments/${s.body.id}`, { method: "DELETE" });
+        // Both orders: the DELETE's transaction committing between the add's read and its transaction is the race.
+        const [add, del] = await contended(async () => (round % 2 ? Promise.all([addIt(), remove()]) : Promise.all([remove(), addIt()]).then(([d, a]) => [a, d])));
+        expect(del.status).toBe(200);
+        expect([200, 404]).toContain(add.status);
+        expect((await api(`/segments/${s.body.id}`)).status).toBe(404);
+        // A refused add creates nothing (the contacts of createMissing go with it).
+        const created = await env.srv.ctx.db.selectFrom("contacts").select("id").where("project_id", "=", env.acct.projectId).where("email", "=", fresh).execute();
+        expect(created.length).toBe(add.status === 200 ? 1 : 0);
+        const members = await env.srv.ctx.db.selectFrom("segment_members").select("contact_id").where("segment_id", "=", s.body.id).execute();
+        expect(members).toEqual([]);
+      }
+    }
   });
 });

@@ -234,11 +234,14 @@ function requireStatic(row: SegmentRow) {
 
 /** POST /segments/:id/members: `{ added, created, notFound }`; adding a member twice is a no-op. */
 export async function addMembers(ctx: AppContext, projectId: string, id: string, input: { emails: string[]; createMissing?: boolean; subscribed?: boolean }) {
-  const row = await getRow(ctx, projectId, id);
-  requireStatic(row);
+  requireStatic(await getRow(ctx, projectId, id));
   const emails = normalizedEmails(input.emails);
   const events: RecordedEvent[] = [];
   const result = await ctx.db.transaction().execute(async (trx) => {
+    // Read again inside the transaction: a DELETE committed since the check above would otherwise make the
+    // member insert fail its foreign key (500) after contacts were created; it is a 404 instead.
+    const row = await q.selectSegment(trx, projectId, id);
+    if (!row) throw notFound("Segment");
     const now = ctx.clock.now();
     const found = new Map((await q.contactsByEmail(trx, projectId, emails)).map((c) => [c.email, c.id]));
     const notFoundList: string[] = [];
