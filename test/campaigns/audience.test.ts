@@ -110,3 +110,15 @@ test("usage endpoints name the campaigns: field, event, template", async () => {
   const t = await api(`/templates/${tpl.body.id}/usage`);
   expect(t.body.campaigns).toContainEqual({ id: c.id, name: "Uses", status: "DRAFT" });
 });
+
+test("only the audience a campaign sends to holds a segment: a segmentId or condition kept from another audienceType does not block its delete", async () => {
+  const seg = await staticSegment("Left behind", [ids[0]!]);
+  const tree = { logic: "AND", groups: [{ filters: [{ field: `segment.${seg}`, operator: "memberOfSegment" }] }] };
+  // SEGMENT then switched to ALL, keeping the segmentId and a condition naming the segment.
+  const c = await createCampaign(env, { audienceType: "SEGMENT", segmentId: seg });
+  expect((await api(`/campaigns/${c.id}`, { method: "PUT", body: { audienceType: "ALL", audienceCondition: tree } })).status).toBe(200);
+  const at = new Date(env.srv.clock.now() + 3_600_000).toISOString();
+  expect((await api(`/campaigns/${c.id}/send`, { body: { scheduledFor: at } })).status).toBe(200);
+  expect((await api(`/segments/${seg}`, { method: "DELETE" })).status).toBe(200);
+  expect((await api(`/campaigns/${c.id}/cancel`, { method: "POST" })).status).toBe(200);
+});

@@ -46,7 +46,10 @@ export const campaignsModule: ModuleDef = {
     // as its SEGMENT audience or through `segment.<id>` in a FILTERED audience's condition.
     ctx.hooks.segmentInUse.push(async (c, projectId, segmentId) => {
       const used = (await q.activeCampaignAudiences(c.db, projectId)).filter(
-        (r) => r.segment_id === segmentId || conditionReferences(parseStoredCondition(r.audience_condition)).segments.includes(segmentId),
+        // Only the audience the campaign sends to holds the segment (a segmentId or condition kept from another type does not).
+        (r) =>
+          (r.audience_type === "SEGMENT" && r.segment_id === segmentId) ||
+          (r.audience_type === "FILTERED" && conditionReferences(parseStoredCondition(r.audience_condition)).segments.includes(segmentId)),
       );
       return used.length ? `${used.length} active campaign(s): ${used.map((u) => `"${u.name}" (${u.status})`).join(", ")}` : null;
     });

@@ -303,14 +303,21 @@ export function campaignsUsingTemplate(db: Db, projectId: string, templateId: st
 export function activeCampaignAudiences(db: Db, projectId: string) {
   return db
     .selectFrom("campaigns")
-    .select(["id", "name", "status", "segment_id", "audience_condition"])
+    .select(["id", "name", "status", "audience_type", "segment_id", "audience_condition"])
     .where("project_id", "=", projectId)
     .where("status", "in", ["SCHEDULED", "SENDING"])
     .execute();
 }
 
 export function campaignsWithCondition(db: Db, projectId: string) {
-  return db.selectFrom("campaigns").select(["id", "name", "status", "audience_condition"]).where("project_id", "=", projectId).where("audience_condition", "is not", null).execute();
+  // The condition counts only where it is the audience (a segmentId or condition kept from another audienceType is not used).
+  return db
+    .selectFrom("campaigns")
+    .select(["id", "name", "status", "audience_condition"])
+    .where("project_id", "=", projectId)
+    .where("audience_type", "=", "FILTERED")
+    .where("audience_condition", "is not", null)
+    .execute();
 }
 
 export async function deleteProjectCampaigns(db: Db, projectId: string): Promise<void> {
