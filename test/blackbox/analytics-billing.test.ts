@@ -11,7 +11,7 @@ import type { SmtpSink } from "../support/smtp-sink";
 import { expectTimeBetween } from "../support/time";
 import { waitFor } from "../support/wait";
 import { deliveryEnv, type DeliveryEnv } from "../support/delivery";
-import { expectCursorPage, expectEnvelope, expectOk, expectValidation, isIsoDate, newProject, NO_SUCH_ID, UUID } from "./support";
+import { expectCursorPage, expectEnvelope, expectOk, expectValidation, hrefs, imgs, isIsoDate, newProject, NO_SUCH_ID, UUID } from "./support";
 
 const RCPT_DOMAIN = "ab-inbox.example";
 const HOUR = 3_600_000;
@@ -41,8 +41,6 @@ function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: stri
   return waitFor(async () => (await srv.drainJobs(), read()), { until: ok, what });
 }
 const asSession = (a: Account) => ({ cookie: a.cookie, headers: { "x-project-id": a.projectId } });
-const imgs = (html: string) => [...html.matchAll(/<img[^>]+src="([^"]+)"/g)].map((m) => m[1]!.replace(/&amp;/g, "&"));
-const hrefs = (html: string) => [...html.matchAll(/href="([^"]+)"/g)].map((m) => m[1]!.replace(/&amp;/g, "&"));
 const ours = (u: string) => u.startsWith(srv.ctx.config.publicUrl);
 async function htmlFor(to: string) {
   const m = await eventually(async () => sink.byRecipient(to)[0], Boolean, `a message for ${to}`);

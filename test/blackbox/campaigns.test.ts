@@ -11,7 +11,7 @@ import type { SmtpSink } from "../support/smtp-sink";
 import { expectTimeBetween } from "../support/time";
 import { waitFor } from "../support/wait";
 import { deliveryEnv, type DeliveryEnv } from "../support/delivery";
-import { expectEnvelope, expectOffsetPage, expectOk, expectValidation, isIsoDate, newProject, NO_SUCH_ID, rawHeader, UUID } from "./support";
+import { expectEnvelope, expectOffsetPage, expectOk, expectValidation, hrefs, imgs, isIsoDate, newProject, NO_SUCH_ID, rawHeader, UUID } from "./support";
 
 const SENDER_DOMAIN = "camp.bb.example";
 const FROM = `news@${SENDER_DOMAIN}`;
@@ -109,8 +109,6 @@ async function messageFor(address: string) {
   );
 }
 
-const hrefs = (html: string) => [...html.matchAll(/href="([^"]+)"/g)].map((m) => m[1]!.replace(/&amp;/g, "&"));
-const imgs = (html: string) => [...html.matchAll(/<img[^>]+src="([^"]+)"/g)].map((m) => m[1]!.replace(/&amp;/g, "&"));
 const ours = (u: string) => u.startsWith(srv.ctx.config.publicUrl);
 
 describe("POST /campaigns", () => {

@@ -13,7 +13,7 @@ import { sendSmtp } from "../support/smtp-client";
 import { startSmtpSink, type SinkMessage, type SmtpSink } from "../support/smtp-sink";
 import { expectTimeBetween } from "../support/time";
 import { waitFor } from "../support/wait";
-import { arfReport, expectCursorPage, expectEnvelope, expectOk, isIsoDate, newProject, NO_SUCH_ID, rawHeader, UUID } from "./support";
+import { arfReport, expectCursorPage, expectEnvelope, expectOk, hrefs, imgs, isIsoDate, newProject, NO_SUCH_ID, rawHeader, UUID } from "./support";
 
 const RCPT_DOMAIN = "fb-inbox-bb.example";
 const LANDING_A = "https://landing.fb-bb.example/a?x=1";
@@ -107,8 +107,6 @@ async function messageFor(address: string): Promise<SinkMessage> {
     { what: `a message for ${address}` },
   );
 }
-const hrefs = (html: string) => [...html.matchAll(/href="([^"]+)"/g)].map((m) => m[1]!.replace(/&amp;/g, "&"));
-const imgs = (html: string) => [...html.matchAll(/<img[^>]+src="([^"]+)"/g)].map((m) => m[1]!.replace(/&amp;/g, "&"));
 const ours = (u: string) => u.startsWith(srv.ctx.config.publicUrl);
 const htmlOf = async (m: SinkMessage) => String((await m.parse()).html || "");
 /** Flips one character of a URL's last path segment (inside its signature). */

@@ -152,3 +152,8 @@ export function arfReport(reporterDomain: string, originalRcpt: string, rcptTo: 
     "",
   ].join("\r\n");
 }
+
+/** The `href` targets of an HTML body, entities decoded. */
+export const hrefs = (html: string) => [...html.matchAll(/href="([^"]+)"/g)].map((m) => m[1]!.replace(/&amp;/g, "&"));
+/** The `<img src>` targets of an HTML body, entities decoded. */
+export const imgs = (html: string) => [...html.matchAll(/<img[^>]+src="([^"]+)"/g)].map((m) => m[1]!.replace(/&amp;/g, "&"));

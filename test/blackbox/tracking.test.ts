@@ -7,7 +7,7 @@ import { createAccount, startServer, type Account, type TestServer } from "../su
 import { startSmtpSink, type SmtpSink } from "../support/smtp-sink";
 import { expectTimeBetween } from "../support/time";
 import { waitFor } from "../support/wait";
-import { expectOk, newProject } from "./support";
+import { expectOk, hrefs, imgs, newProject } from "./support";
 
 
 const FROM = "news@track.bb.example";
@@ -47,8 +47,6 @@ async function sendAndReceive(body: string, extra: Record<string, unknown> = {},
   return { to, id: res.body.data.emails[0].email as string, contactId: res.body.data.emails[0].contact.id as string, html: String((await m!.parse()).html || "") };
 }
 
-const hrefs = (html: string) => [...html.matchAll(/href="([^"]+)"/g)].map((m) => m[1]!.replace(/&amp;/g, "&"));
-const imgs = (html: string) => [...html.matchAll(/<img[^>]+src="([^"]+)"/g)].map((m) => m[1]!.replace(/&amp;/g, "&"));
 const ours = (u: string) => u.startsWith(srv.ctx.config.publicUrl);
 const emailView = async (id: string) => (await srv.api(`/emails/${id}`, { key: acc.secretKey })).body;
 /** Delivery, opens and clicks happen asynchronously: polls `read` (running queued work) until `ok`. */

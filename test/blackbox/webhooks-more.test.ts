@@ -16,7 +16,7 @@ import { createAccount, freeTcpPort, makeApi, spawnServer, startServer, type Acc
 import { sendSmtp } from "../support/smtp-client";
 import type { SinkMessage } from "../support/smtp-sink";
 import { waitFor } from "../support/wait";
-import { arfReport, expectOk, isIsoDate, newProject, UUID } from "./support";
+import { arfReport, expectOk, hrefs, imgs, isIsoDate, newProject, UUID } from "./support";
 
 setDefaultTimeout(30_000);
 
@@ -141,8 +141,6 @@ const messageFor = (address: string): Promise<SinkMessage> =>
   );
 const lookup = async (a: Account, email: string) =>
   (await srv.api("/contacts/lookup", { key: a.secretKey, body: { emails: [email] } })).body.found?.[0] as { id: string; subscribed: boolean } | undefined;
-const hrefs = (html: string) => [...html.matchAll(/href="([^"]+)"/g)].map((m) => m[1]!.replace(/&amp;/g, "&"));
-const imgs = (html: string) => [...html.matchAll(/<img[^>]+src="([^"]+)"/g)].map((m) => m[1]!.replace(/&amp;/g, "&"));
 const ours = (u: string) => u.startsWith(srv.ctx.config.publicUrl);
 const deliverInbound = (mailFrom: string, rcptTo: string, raw: string) => sendSmtp(inboundPort, { from: mailFrom, to: [rcptTo], raw }, { ignoreTLS: true });
 
