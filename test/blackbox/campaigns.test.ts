@@ -10,7 +10,7 @@ import type { Account, TestServer } from "../support/server";
 import type { SmtpSink } from "../support/smtp-sink";
 import { expectTimeBetween } from "../support/time";
 import { waitFor } from "../support/wait";
-import { deliveryEnv, type DeliveryEnv } from "../support/delivery";
+import { deliveryEnv, lastMessageFor, type DeliveryEnv } from "../support/delivery";
 import { expectEnvelope, expectOffsetPage, expectOk, expectValidation, hrefs, imgs, isIsoDate, newProject, NO_SUCH_ID, rawHeader, UUID } from "./support";
 
 const SENDER_DOMAIN = "camp.bb.example";
@@ -99,15 +99,7 @@ async function campaignEmails(id: string, who: Account = acc): Promise<any[]> {
   return res.body.data;
 }
 
-async function messageFor(address: string) {
-  return waitFor(
-    async () => {
-      await srv.drainJobs();
-      return sink.byRecipient(address).at(-1);
-    },
-    { what: `a message for ${address}` },
-  );
-}
+const messageFor = (address: string) => lastMessageFor(env, address);
 
 const ours = (u: string) => u.startsWith(srv.ctx.config.publicUrl);
 

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { addVerifiedDomain } from "../domains/support";
 import type { TestDns } from "../support/dns";
-import { deliveryEnv, type DeliveryEnv } from "../support/delivery";
+import { deliveryEnv, lastMessageFor, type DeliveryEnv } from "../support/delivery";
 import { createAccount, freeTcpPort, startServer, type Account, type TestServer } from "../support/server";
 import { sendSmtp } from "../support/smtp-client";
 import { startSmtpSink, type SinkMessage, type SmtpSink } from "../support/smtp-sink";
@@ -98,15 +98,7 @@ const activity = async (p: Account, qs = "") => {
   expect(res.status).toBe(200);
   return items(res.body);
 };
-async function messageFor(address: string): Promise<SinkMessage> {
-  return waitFor(
-    async () => {
-      await srv.drainJobs();
-      return sink.byRecipient(address).at(-1);
-    },
-    { what: `a message for ${address}` },
-  );
-}
+const messageFor = (address: string) => lastMessageFor(env, address);
 const ours = (u: string) => u.startsWith(srv.ctx.config.publicUrl);
 const htmlOf = async (m: SinkMessage) => String((await m.parse()).html || "");
 /** Flips one character of a URL's last path segment (inside its signature). */

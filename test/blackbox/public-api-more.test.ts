@@ -8,7 +8,7 @@ import type { Account, TestServer } from "../support/server";
 import type { SmtpSink } from "../support/smtp-sink";
 import { expectTimeBetween } from "../support/time";
 import { waitFor } from "../support/wait";
-import { deliveryEnv, type DeliveryEnv } from "../support/delivery";
+import { deliveryEnv, lastMessageFor, type DeliveryEnv } from "../support/delivery";
 import { expectEnvelope, expectOffsetPage, expectOk, expectValidation, newProject, rawHeader, UUID } from "./support";
 
 const SENDER_DOMAIN = "more.bb.example";
@@ -51,13 +51,7 @@ const mkTemplate = async (extra: Record<string, unknown> = {}) => {
 };
 
 /** The newest message the sink received for `address` (running queued work meanwhile). */
-async function messageFor(address: string) {
-  const received = async () => {
-    await srv.drainJobs();
-    return sink.byRecipient(address).at(-1);
-  };
-  return waitFor(received, { what: `a message for ${address}` });
-}
+const messageFor = (address: string) => lastMessageFor(env, address);
 /** Sends one message and returns the delivered message, parsed. */
 async function sendAndParse(extra: Record<string, unknown>, to = rcpt()) {
   const res = await send(basic(to, extra));

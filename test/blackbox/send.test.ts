@@ -8,7 +8,7 @@ import type { Account, TestServer } from "../support/server";
 import type { SmtpSink } from "../support/smtp-sink";
 import { expectTimeBetween } from "../support/time";
 import { waitFor } from "../support/wait";
-import { deliveryEnv, type DeliveryEnv } from "../support/delivery";
+import { deliveryEnv, lastMessageFor, type DeliveryEnv } from "../support/delivery";
 import { expectCursorPage, expectEnvelope, expectOk, expectValidation, newProject, NO_SUCH_ID, rawHeader, UUID } from "./support";
 
 
@@ -50,13 +50,7 @@ function waitStatus(id: string, want: string[], advanceMs = 0) {
 }
 
 /** The newest message the sink received for `address` (running queued work meanwhile). */
-async function messageFor(address: string) {
-  const received = async () => {
-    await srv.drainJobs();
-    return sink.byRecipient(address).at(-1);
-  };
-  return waitFor(received, { what: `a message for ${address}` });
-}
+const messageFor = (address: string) => lastMessageFor(env, address);
 
 describe("POST /v1/send: request and response", () => {
   test("one recipient: { success: true, data: { emails: [{ contact: { id, email }, email: <uuid> }], timestamp } }", async () => {

@@ -5,7 +5,7 @@ import { wakeOutbox } from "../../src/mail/outbox";
 import { addVerifiedDomain, type DomainView } from "../domains/support";
 import { startDns, type TestDns } from "./dns";
 import { createAccount, startServer, type Account, type TestServer } from "./server";
-import { startSmtpSink, type SinkOptions, type SmtpSink } from "./smtp-sink";
+import { startSmtpSink, type SinkMessage, type SinkOptions, type SmtpSink } from "./smtp-sink";
 import { waitFor } from "./wait";
 
 export interface DeliveryEnv {
@@ -80,4 +80,13 @@ export async function emailRow(srv: TestServer, id: string) {
 export function waitForStatus(srv: TestServer, id: string, statuses: string | string[], timeoutMs = 10_000) {
   const want = [statuses].flat();
   return waitFor(() => emailRow(srv, id), { until: (row) => want.includes(row.status), timeoutMs, what: `email ${id} ${want.join("|")}` });
+}
+
+/** The newest message the sink has for `address`, moving the server's jobs along until one arrives. */
+export function lastMessageFor(env: Pick<DeliveryEnv, "srv" | "sink">, address: string): Promise<SinkMessage> {
+  const received = async () => {
+    await env.srv.drainJobs();
+    return env.sink.byRecipient(address).at(-1);
+  };
+  return waitFor(received, { what: `a message for ${address}` }) as Promise<SinkMessage>;
 }
