@@ -206,6 +206,17 @@ export function checkCsrf(ctx: AppContext, request: Request) {
   if (originHost !== host && originHost !== publicHost) throw forbidden("Cross-origin request refused");
 }
 
+/**
+ * README "Rate limit": one window per project, shared by all its keys and sessions. The auth plugin counts keyed
+ * requests and sessions that send X-Project-Id; a member's session on a path that names the project itself
+ * (`/domains…`, `/projects/:id/…`) is counted here, once the caller is known to be a member (a stranger's 404
+ * spends nothing). Sets the RateLimit-* headers; over the limit, 429 with Retry-After.
+ */
+export function countSessionRequest(ctx: AppContext, auth: AuthInfo, projectId: string, headers: Record<string, unknown>): void {
+  if (auth.via !== "session" || auth.projectId === projectId) return;
+  applyRateLimit(ctx, projectId, headers);
+}
+
 /** Counts one request against the project's one-minute window: RateLimit-* headers set, 429 with Retry-After over it. */
 export function applyRateLimit(ctx: AppContext, projectId: string, headers: Record<string, unknown>) {
   const d = ctx.rateLimiter.hit(projectId);

@@ -1,7 +1,6 @@
 import type { AppContext } from "../../context";
-import { membership, type AuthInfo } from "../../http/auth";
+import { countSessionRequest, membership, type AuthInfo } from "../../http/auth";
 import { notFound } from "../../http/errors";
-import { countSessionRequest } from "../projects/service";
 
 /**
  * Domain endpoints accept the project's secret key or a session of one of its members

@@ -1,6 +1,6 @@
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../../context";
-import { authPlugin, type AuthInfo } from "../../http/auth";
+import { authPlugin, countSessionRequest, type AuthInfo } from "../../http/auth";
 import { forbidden, notFound } from "../../http/errors";
 import * as svc from "./service";
 
@@ -14,7 +14,7 @@ async function callerRole(ctx: AppContext, auth: AuthInfo, projectId: string, he
     return "ADMIN";
   }
   const { role } = await svc.projectForMember(ctx, projectId, auth.userId!);
-  svc.countSessionRequest(ctx, auth, projectId, headers);
+  countSessionRequest(ctx, auth, projectId, headers);
   return role;
 }
 

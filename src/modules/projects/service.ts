@@ -2,22 +2,10 @@ import type { Selectable } from "kysely";
 import { iso } from "../../clock";
 import type { ProjectsTable } from "../../db/tables/foundation";
 import type { AppContext } from "../../context";
-import { applyRateLimit, type AuthInfo } from "../../http/auth";
 import { AppError, badRequest, conflict, forbidden, invalidState, notFound } from "../../http/errors";
 import { generateKey } from "../../http/keys";
 import { newWebhookSecret } from "../../webhooks/sign";
 import { wipeProjectRows } from "./reset-store";
-
-/**
- * README "Rate limit": one window per project, shared by all its keys and sessions. The auth plugin counts keyed
- * requests and sessions that send X-Project-Id; a member's session on a path that names the project itself
- * (`/domains…`, `/projects/:id/…`) is counted here, once the caller is known to be a member (a stranger's 404
- * spends nothing). Sets the RateLimit-* headers; over the limit, 429 with Retry-After.
- */
-export function countSessionRequest(ctx: AppContext, auth: AuthInfo, projectId: string, headers: Record<string, unknown>): void {
-  if (auth.via !== "session" || auth.projectId === projectId) return;
-  applyRateLimit(ctx, projectId, headers);
-}
 
 export type Role = "OWNER" | "ADMIN" | "MEMBER";
 export const ROLES: Role[] = ["OWNER", "ADMIN", "MEMBER"];
