@@ -16,6 +16,7 @@ import { createAccount, freeTcpPort, makeApi, spawnServer, startServer, type Acc
 import { sendSmtp } from "../support/smtp-client";
 import type { SinkMessage } from "../support/smtp-sink";
 import { waitFor } from "../support/wait";
+import { startReceiver, type Received as Hit, type Receiver } from "../webhooks/support";
 import { arfReport, expectOk, hrefs, imgs, isIsoDate, newProject, UUID } from "./support";
 
 setDefaultTimeout(30_000);
@@ -24,46 +25,7 @@ const RCPT_DOMAIN = "wh-more-inbox.example";
 const FROM_DOMAIN = "wh-more-send.example";
 const LANDING = "https://landing.wh-more.example/go?x=1";
 
-// ---- a receiver: a real HTTP server on 127.0.0.1 that records every request and answers 200 ----
-interface Hit {
-  path: string;
-  headers: Record<string, string>;
-  body: string;
-  json: any;
-}
-interface Receiver {
-  url: string;
-  port: number;
-  hits: Hit[];
-  at(path: string): Hit[];
-  stop(): void;
-}
-function startReceiver(port = 0): Receiver {
-  const hits: Hit[] = [];
-  const server = Bun.serve({
-    hostname: "127.0.0.1",
-    port,
-    async fetch(req) {
-      const body = await req.text();
-      const headers: Record<string, string> = {};
-      req.headers.forEach((v, k) => (headers[k] = v));
-      let json: any = null;
-      try {
-        json = JSON.parse(body);
-      } catch {}
-      hits.push({ path: new URL(req.url).pathname, headers, body, json });
-      return new Response("ok");
-    },
-  });
-  return {
-    url: `http://127.0.0.1:${server.port}`,
-    port: server.port!,
-    hits,
-    at: (path) => hits.filter((h) => h.path === path),
-    stop: () => server.stop(true),
-  };
-}
-
+// ---- receivers: real HTTP servers on 127.0.0.1 that record every request (test/webhooks/support.ts) ----
 /** Verifies with the `standardwebhooks` package (README: "Verify with any Standard Webhooks library"); returns the body. */
 function verifyLib(secret: string, h: Hit): any {
   return new Webhook(secret).verify(h.body, {
@@ -108,7 +70,7 @@ beforeAll(async () => {
   rx = startReceiver();
 }, 60_000);
 afterAll(async () => {
-  rx?.stop();
+  rx?.close();
   await env?.close();
 });
 
@@ -376,7 +338,7 @@ describe("every documented event reaches the endpoints subscribed to it", () => 
       expect(h.json.data.contactEmail).toBe(otherTo);
     }
     expect(otherGot.map((h) => h.json.type)).toEqual(["contact.subscribed"]);
-    for (const h of rx.hits.filter((x) => x.path !== "/other")) expect(h.json.data.contactEmail).not.toBe(otherTo);
+    for (const h of rx.received.filter((x) => x.path !== "/other")) expect(h.json.data.contactEmail).not.toBe(otherTo);
   });
 
   test("an endpoint re-enabled or re-subscribed by PATCH gets later events, not the ones it missed", async () => {
@@ -443,7 +405,7 @@ describe("signing time and recovery", () => {
       expect(bodyTs).toBeGreaterThanOrEqual(before);
       expect(bodyTs).toBeLessThanOrEqual(after);
     } finally {
-      r.stop();
+      r.close();
     }
   });
 
@@ -470,7 +432,7 @@ describe("signing time and recovery", () => {
       });
       expect(done).toMatchObject({ id: pending.id, attempts: 2, responseStatus: 200 });
     } finally {
-      r.stop();
+      r.close();
     }
   });
 
@@ -507,7 +469,7 @@ describe("signing time and recovery", () => {
       expect(done[0].attempts).toBeGreaterThanOrEqual(2);
       expect(new Set(r.at("/durable").map((x) => x.headers["webhook-id"]))).toEqual(new Set([pending.id]));
     } finally {
-      r?.stop();
+      r?.close();
       await proc?.kill("SIGKILL");
       rmSync(dir, { recursive: true, force: true });
     }

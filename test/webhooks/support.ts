@@ -17,17 +17,20 @@ export interface Receiver {
   answers: number[];
   /** Milliseconds to wait before answering. */
   delayMs: number;
+  /** The requests received at `path`. */
+  at(path: string): Received[];
   /** Resolves when `n` requests have arrived (optionally matching), or throws after timeoutMs. */
   waitFor(n: number, match?: (r: Received) => boolean, timeoutMs?: number): Promise<Received[]>;
   close(): void;
 }
 
-export function startReceiver(): Receiver {
+/** `port`: a fixed one (a receiver that goes down and comes back on the same address); 0 picks a free one. */
+export function startReceiver(port = 0): Receiver {
   const received: Received[] = [];
   const state = { answers: [] as number[], delayMs: 0 };
   const server = Bun.serve({
     hostname: "127.0.0.1",
-    port: 0,
+    port,
     async fetch(req) {
       const body = await req.text();
       const headers: Record<string, string> = {};
@@ -59,6 +62,7 @@ export function startReceiver(): Receiver {
     set delayMs(ms: number) {
       state.delayMs = ms;
     },
+    at: (path: string) => received.filter((r) => r.path === path),
     waitFor(n, match = () => true, timeoutMs = 8000) {
       return waitFor(() => received.filter(match), { until: (got) => got.length >= n, timeoutMs, what: `${n} webhook requests` });
     },
