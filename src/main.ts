@@ -2,8 +2,9 @@
 import { existsSync, mkdirSync, rmSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { ConfigError, loadConfig, OPTIONS, parseArgv, type Config } from "./config";
-import { openStore } from "./db";
-import { migrate } from "./db/migrate";
+import { openDatabase, openStore } from "./db";
+import { redactUrl } from "./db/url";
+import { MigrationError, migrateStore } from "./db/migrate";
 import { createContext, startService } from "./server";
 import { VERSION } from "./version";
 import { checkWorkerBuild } from "./mail/builder";
@@ -52,6 +53,7 @@ async function serve(config: Config) {
 }
 
 function backup(config: Config, target: string | undefined) {
+  if (config.databaseUrl) fail("backup copies the SQLite file; on PostgreSQL use pg_dump (docs/operations.md \"Backups\"), e.g. pg_dump --format=custom --file mailsvc.dump \"$MAILSVC_DATABASE_URL\"", 2);
   if (!target) fail("usage: mailsvc backup <file>");
   const out = resolve(target);
   if (!existsSync(config.db)) fail(`database ${config.db} does not exist`);
@@ -72,7 +74,7 @@ async function userCreate(config: Config, flags: Record<string, string>) {
   const password = flags["--password"];
   if (!email || !password) fail("usage: mailsvc user create --email E --password P [--project NAME]");
   if (password.length < 8) fail("password must be at least 8 characters");
-  const ctx = createContext(config, { log: { info() {}, warn() {}, error() {}, line() {}, json() {}, flush() {}, close() {} } });
+  const ctx = await createContext(config, { log: { info() {}, warn() {}, error() {}, line() {}, json() {}, flush() {}, close() {} } });
   try {
     const user = await createUser(ctx, { email, password });
     const out: Record<string, unknown> = { user: { id: user.id, email: user.email } };
@@ -81,7 +83,7 @@ async function userCreate(config: Config, flags: Record<string, string>) {
   } catch (e) {
     fail((e as Error).message);
   } finally {
-    ctx.store.close();
+    await ctx.store.close();
   }
 }
 
@@ -117,10 +119,16 @@ async function main() {
     case "serve":
       return serve(config);
     case "migrate": {
-      const store = openStore(config.db);
-      const applied = migrate(store.sqlite);
-      store.close();
-      process.stdout.write(JSON.stringify({ db: resolve(config.db), applied }) + "\n");
+      const store = openDatabase(config);
+      try {
+        const applied = await migrateStore(store);
+        process.stdout.write(JSON.stringify({ db: config.databaseUrl ? redactUrl(config.databaseUrl) : resolve(config.db), applied }) + "\n");
+      } catch (e) {
+        if (e instanceof MigrationError) fail(e.message, 2);
+        throw e;
+      } finally {
+        await store.close();
+      }
       return;
     }
     case "backup":

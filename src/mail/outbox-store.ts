@@ -6,6 +6,7 @@
 import type { Database } from "bun:sqlite";
 import type { Selectable } from "kysely";
 import type { AppContext } from "../context";
+import type { Store } from "../db";
 import type { EmailContentsTable, EmailsTable } from "../db/tables/delivery";
 import type { RecordedEvent } from "../audience/events";
 import { insertEventRaw } from "../audience/raw";
@@ -253,8 +254,12 @@ function writeOutcomes(sqlite: Database, now: number, outcomes: Settled[]): { re
   return { recorded, bounced };
 }
 
-/** Emails per status, for the /metrics gauges (synchronous: read while the scrape is answered). */
-export function emailStatusCounts(sqlite: Database): Record<string, number> {
-  const rows = sqlite.query<{ status: string; n: number }, []>("SELECT status, count(*) AS n FROM emails GROUP BY status").all();
-  return Object.fromEntries(rows.map((r) => [r.status, r.n]));
+/** Emails per status, for the /metrics gauges (read while the scrape is answered). */
+export async function emailStatusCounts(store: Store): Promise<Record<string, number>> {
+  if (store.engine === "sqlite") {
+    const rows = store.sqlite.query<{ status: string; n: number }, []>("SELECT status, count(*) AS n FROM emails GROUP BY status").all();
+    return Object.fromEntries(rows.map((r) => [r.status, r.n]));
+  }
+  const rows = await store.db.selectFrom("emails").select((eb) => ["status", eb.fn.countAll<number>().as("n")]).groupBy("status").execute();
+  return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
 }
