@@ -1,6 +1,7 @@
 // The pure half of segments/follow.ts: what a condition reads (segmentDeps) and whether one contact
 // write can move it (touches). /v1/track evaluates only the segments a write touches. Then the
 // follower itself on a real database, against the compiled SQL.
+import { atomic } from "../../src/db/raw";
 import { describe, expect, test } from "bun:test";
 import type { ConditionTree, SegmentDef } from "../../src/audience/conditions";
 import { followPlan, SegmentFollower, segmentDeps, touches, type ContactChange } from "../../src/audience/segments/follow";
@@ -60,7 +61,7 @@ describe("touches", () => {
 });
 
 describe("SegmentFollower on a real database", () => {
-  test("existing contacts with old and recent events: the stored membership is what the compiled SQL selects", () => {
+  test("existing contacts with old and recent events: the stored membership is what the compiled SQL selects", async () => {
     const DAY = 86_400_000;
     const now = Date.UTC(2024, 5, 15, 12);
     const ages = [null, 1, 3, 6.9, 7.1, 20, 400];
@@ -89,14 +90,15 @@ describe("SegmentFollower on a real database", () => {
       const tracked = trees.map((tree, i) => ({ id: `T${i}`, slug: `t${i}`, name: `T${i}`, tree }));
       for (const t of tracked) aud.sqlite.query("INSERT INTO segments (id, project_id, name, slug, type, condition, track_membership, created_at, updated_at) VALUES (?, ?, ?, ?, 'DYNAMIC', ?, 1, 0, 0)").run(t.id, PROJECT, t.name, t.slug, JSON.stringify(t.tree));
       const plan = followPlan(PROJECT, tracked, new Map());
-      const follower = new SegmentFollower(aud.sqlite, now, (_, e) => {
-        throw e;
-      });
-      aud.sqlite.transaction(() => {
+      let follower!: SegmentFollower;
+      await atomic(aud.db, "sqlite", async (q) => {
+        follower = new SegmentFollower(q, now, (_, e) => {
+          throw e;
+        });
         // No stored memberships yet (the Audience seeds none): every match is an entry.
-        for (const c of contacts) follower.follow(plan, c, { isNew: false, keys: ["plan"], events: ["purchase", "email.open"], subscribed: true, updated: true }, new Set());
-        follower.finish();
-      })();
+        for (const c of contacts) await follower.follow(plan, c, { isNew: false, keys: ["plan"], events: ["purchase", "email.open"], subscribed: true, updated: true }, new Set());
+        await follower.finish();
+      });
       for (const t of tracked) {
         const stored = aud.sqlite.query<{ contact_id: string }, [string]>("SELECT contact_id FROM segment_members WHERE segment_id = ? ORDER BY contact_id").all(t.id).map((r) => r.contact_id);
         const sql = aud.sqlIds(t.tree, { now });
