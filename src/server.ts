@@ -1,3 +1,4 @@
+import { useEngine } from "./db/dialect";
 import { Elysia } from "elysia";
 import { randomBytes } from "node:crypto";
 import { systemClock, type Clock } from "./clock";
@@ -51,6 +52,7 @@ async function loadJwtSecret(store: Store, configured?: string): Promise<string>
 /** Opens the database, migrates it and builds the per-instance context (no listener). */
 export async function createContext(config: Config, opts: StartOptions = {}): Promise<AppContext> {
   const store = openDatabase(config);
+  useEngine(store.engine);
   try {
     await migrateStore(store);
   } catch (e) {

@@ -16,6 +16,20 @@ export interface SqlDialect {
   orderNoCase(column: string): RawBuilder<unknown>;
   /** JSON text of a top-level key of a JSON column, as text (NULL when absent). */
   jsonText(column: string, key: string): RawBuilder<string | null>;
+  /** Substring test (SQLite instr, PostgreSQL strpos). */
+  contains(column: string, value: string): RawBuilder<boolean>;
+  /** A top-level key of a JSON column: present (even when null)? */
+  jsonHasKey(column: string, key: string): RawBuilder<boolean>;
+  /** The JSON text of a top-level key's value. */
+  jsonRawValue(column: string, key: string): RawBuilder<string>;
+  /** The JSON column without a top-level key. */
+  jsonRemoveKey(column: string, key: string): RawBuilder<string>;
+  /** A shell-style pattern match (`*`, `?`) of a text column. */
+  glob(column: string, pattern: string): RawBuilder<boolean>;
+  /** Whether a table exists in this database. */
+  tableExistsSql(name: string): RawBuilder<{ n: number }>;
+  /** An index hint after a table name (SQLite INDEXED BY; nothing on PostgreSQL). */
+  indexedBy(index: string): RawBuilder<unknown>;
   /** The contact-condition pieces (audience/conditions/dialect.ts). */
   conditions: ConditionDialect;
 }

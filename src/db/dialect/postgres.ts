@@ -17,6 +17,13 @@ export const postgresDialect: SqlDialect = {
   likeNoCase: "ILIKE",
   orderNoCase: (column) => sql`lower(${sql.ref(column)})`,
   jsonText: (column, key) => sql<string | null>`(${sql.ref(column)}::jsonb ->> ${key})`,
+  contains: (column, value) => sql<boolean>`strpos(${sql.ref(column)}, ${value}::text) > 0`,
+  jsonHasKey: (column, key) => sql<boolean>`(${sql.ref(column)}::jsonb -> ${key}::text) IS NOT NULL`,
+  jsonRawValue: (column, key) => sql<string>`(${sql.ref(column)}::jsonb -> ${key}::text)::text`,
+  jsonRemoveKey: (column, key) => sql<string>`(${sql.ref(column)}::jsonb - ${key}::text)`,
+  glob: (column, pattern) => sql<boolean>`${sql.ref(column)} ~ ${globToRegex(pattern)}`,
+  tableExistsSql: (name) => sql<{ n: number }>`SELECT count(*) AS n FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ${name}`,
+  indexedBy: () => sql``,
   conditions: {
     jsonValue: (key) => q`(c.data ->> ${keyLiteral(key)})`,
     numberValue: (key) => q`(CASE WHEN jsonb_typeof(c.data -> ${keyLiteral(key)}) = 'number' THEN (c.data ->> ${keyLiteral(key)})::double precision END)`,
@@ -34,3 +41,10 @@ export const postgresDialect: SqlDialect = {
     like: "ILIKE",
   },
 };
+
+/** `*` any run, `?` one character, everything else literal. */
+function globToRegex(glob: string): string {
+  let out = "^";
+  for (const ch of glob) out += ch === "*" ? ".*" : ch === "?" ? "." : /[\\^$.|+()[\]{}]/.test(ch) ? `\\${ch}` : ch;
+  return out + "$";
+}

@@ -12,6 +12,13 @@ export const sqliteDialect: SqlDialect = {
   likeNoCase: "LIKE",
   orderNoCase: (column) => sql`${sql.ref(column)} COLLATE NOCASE`,
   jsonText: (column, key) => sql<string | null>`json_extract(${sql.ref(column)}, ${`$."${key}"`})`,
+  contains: (column, value) => sql<boolean>`instr(${sql.ref(column)}, ${value}) > 0`,
+  jsonHasKey: (column, key) => sql<boolean>`json_type(${sql.ref(column)}, ${`$."${key}"`}) IS NOT NULL`,
+  jsonRawValue: (column, key) => sql<string>`${sql.ref(column)} -> ${`$."${key}"`}`,
+  jsonRemoveKey: (column, key) => sql<string>`json_remove(${sql.ref(column)}, ${`$."${key}"`})`,
+  glob: (column, pattern) => sql<boolean>`${sql.ref(column)} GLOB ${pattern}`,
+  tableExistsSql: (name) => sql<{ n: number }>`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = ${name}`,
+  indexedBy: (index) => sql`INDEXED BY ${sql.raw(index)}`,
   conditions: {
     jsonValue,
     numberValue: jsonValue,
