@@ -17,7 +17,9 @@ const HELP = `mailsvc ${VERSION} — self-hosted email delivery and audience ser
 Usage:
   mailsvc serve                      run the HTTP API, job loop, delivery and (if enabled) inbound SMTP
   mailsvc migrate                    create or upgrade the database, then exit
-  mailsvc backup <file>              write a consistent copy of the database (safe while serving)
+  mailsvc backup <file>              write a consistent copy of the SQLite file (safe while serving; PostgreSQL: pg_dump)
+  mailsvc copy --from <db> --to <db> move a whole installation between a SQLite file and a postgres:// URL
+                                     (either way; the target must be new); prints the rows per table
   mailsvc user create --email E --password P [--project NAME]
                                      create a user (and a project with its keys); prints JSON
   mailsvc doctor [--probe-domain D] [--json]
@@ -91,6 +93,7 @@ async function userCreate(config: Config, flags: Record<string, string>) {
 const COMMAND_FLAGS: Record<string, readonly string[]> = {
   user: ["--email", "--password", "--project"],
   doctor: ["--probe-domain", "--timeout", "--json"],
+  copy: ["--from", "--to"],
 };
 
 async function main() {
@@ -133,6 +136,20 @@ async function main() {
     }
     case "backup":
       return backup(config, positional[1]);
+    case "copy": {
+      const from = flags["--from"];
+      const to = flags["--to"];
+      if (!from || !to) fail("usage: mailsvc copy --from <sqlite file | postgres://…> --to <sqlite file | postgres://…>", 2);
+      const { copyInstallation, CopyError } = await import("./db/copy");
+      try {
+        const report = await copyInstallation(from, to, { log: (l) => process.stderr.write(`copied ${l}\n`) });
+        process.stdout.write(JSON.stringify({ from: report.from, to: report.to, rows: report.rows, tables: Object.fromEntries(report.tables.map((t) => [t.table, t.target])) }, null, 2) + "\n");
+      } catch (e) {
+        if (e instanceof CopyError || e instanceof MigrationError) fail(e.message, 2);
+        throw e;
+      }
+      return;
+    }
     case "doctor": {
       const { runDoctor, formatChecks } = await import("./doctor");
       const checks = await runDoctor(config, { probeDomain: flags["--probe-domain"], timeoutMs: flags["--timeout"] ? Number(flags["--timeout"]) : undefined });
