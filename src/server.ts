@@ -61,7 +61,7 @@ export async function createContext(config: Config, opts: StartOptions = {}): Pr
   }
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? createLogger();
-  const metrics = new Metrics(() => emailStatusCounts(store));
+  const metrics = new Metrics(() => emailStatusCounts(store), config.instanceId);
   const jobs = new JobQueue(store.db, clock, log, { pollMs: opts.jobPollMs, metrics });
   return {
     metrics,
@@ -71,7 +71,7 @@ export async function createContext(config: Config, opts: StartOptions = {}): Pr
     clock,
     log,
     jobs,
-    feed: new EventFeed(store.db, clock, log),
+    feed: new EventFeed(store.db, clock, log, { lockCursors: store.engine === "postgres" }),
     schedules: new Schedules(jobs, log, () => clock.now()),
     keys: new KeyCache(store.db),
     rateLimiter: new RateLimiter(config.rateLimit, clock),
