@@ -124,12 +124,12 @@ export async function copyInstallation(fromArg: string, toArg: string, opts: { b
     await migrateStore(target);
     const srcTables = copyOrder(await tablesOf(source));
     const dstTables = new Map((await tablesOf(target)).map((t) => [t.name, t]));
-    for (const t of dstTables.values()) {
-      if (t.name === "settings") continue; // written by start-up only; checked below with the rest
-      const n = await countRows(target.db, target.engine, t.name);
-      if (n > 0) throw new CopyError(`the target is not empty (${t.name} has ${n} rows): copy into a new database`);
+    // Empty: never served (no settings, users or projects). Rows the migrations themselves wrote (a
+    // consumer's cursor) are replaced by the source's.
+    for (const name of ["settings", "users", "projects"]) {
+      const n = await countRows(target.db, target.engine, name);
+      if (n > 0) throw new CopyError(`the target is not empty (${name} has ${n} rows): copy into a new database`);
     }
-    if ((await countRows(target.db, target.engine, "settings")) > 0) throw new CopyError("the target is not empty (settings has rows): copy into a new database");
     const report: CopyReport = { from: describe(from), to: describe(to), tables: [], rows: 0 };
     for (const t of srcTables) {
       const dst = dstTables.get(t.name);
@@ -137,10 +137,10 @@ export async function copyInstallation(fromArg: string, toArg: string, opts: { b
       const cols = t.columns.filter((c) => dst.columns.includes(c));
       const key = t.key.length ? t.key : cols;
       const batch = Math.max(1, Math.min(opts.batch ?? 1000, Math.floor(30_000 / Math.max(1, cols.length))));
-      const derived = DERIVED_TABLES.includes(t.name);
       let copied = 0;
       await target.db.transaction().execute(async (trx) => {
-        if (derived) await rawRun(trx, target.engine, `DELETE FROM ${ident(t.name)}`);
+        // Trigger-filled tables (derived) and rows the migrations wrote give way to the source's rows.
+        await rawRun(trx, target.engine, `DELETE FROM ${ident(t.name)}`);
         let after: unknown[] | null = null;
         const keyList = key.map(ident).join(", ");
         for (;;) {
