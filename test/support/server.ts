@@ -73,7 +73,7 @@ export async function startServer(opts: StartServerOptions = {}): Promise<TestSe
   const dbPath = opts.dbPath ?? join(dir, "test.db");
   // MAILSVC_TEST_ENGINE=postgres: the same test on a database of the suite's PostgreSQL (the path a
   // restart test passes again names the same database).
-  const databaseUrl = TEST_ENGINE === "postgres" && !opts.config?.db && !opts.config?.databaseUrl ? await testDatabaseUrl(opts.dbPath) : undefined;
+  const databaseUrl = TEST_ENGINE === "postgres" && !opts.config?.db && !opts.config?.databaseUrl ? await testDatabaseUrl(dbPath) : undefined;
   const config = loadConfig({}, {}, {
     ...(databaseUrl ? { databaseUrl } : opts.config?.databaseUrl ? {} : { db: dbPath }),
     host: "127.0.0.1",
