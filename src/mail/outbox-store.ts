@@ -13,6 +13,7 @@ import { applyHardBounce } from "./bounces";
 import type { AttemptRow, EventRow, NextState } from "./next-state";
 import { suppressedAmongRaw } from "./suppressions";
 import { storeLinks, type FreshLinks } from "./tracked-links";
+import type { KeptRaw } from "./sandbox";
 
 /** The columns of an email the outbox claims (CLAIMED_COLUMNS). */
 export type ClaimedEmail = Pick<
@@ -95,6 +96,8 @@ export function outboxStore(ctx: AppContext): OutboxStore {
 export interface Settled {
   row: AttemptRow;
   state: NextState;
+  /** The message to keep for GET /emails/:id/raw (the sandbox's capture, or MAILSVC_KEEP_RAW); stored before the outcome. */
+  kept?: KeptRaw;
 }
 
 const CLAIMED_COLUMNS =
