@@ -6,7 +6,9 @@
 // mail run the real code (bounces.ts, suppressions, events, webhooks). Simulated recipients choose
 // the answer by local part; complaints, opens and clicks that follow a delivery go through the
 // feedback loop's own functions (src/modules/sandbox, through ctx.hooks.sandboxDelivered).
+import type { Kysely } from "kysely";
 import type { AppContext } from "../context";
+import type { DB } from "../db";
 import type { AttemptResult } from "./next-state";
 
 /** lastReply of a captured email. */
@@ -20,14 +22,17 @@ function cacheOf(ctx: AppContext): Map<string, boolean> {
   return c;
 }
 
-/** Whether the project is a sandbox now (MAILSVC_SANDBOX=true: every project is). */
-export async function isSandbox(ctx: AppContext, projectId: string | null): Promise<boolean> {
+/**
+ * Whether the project is a sandbox now (MAILSVC_SANDBOX=true: every project is). Inside a
+ * transaction pass it as `db`: the store runs one connection, so a read on ctx.db would wait for it.
+ */
+export async function isSandbox(ctx: AppContext, projectId: string | null, db: Kysely<DB> = ctx.db): Promise<boolean> {
   if (!projectId) return false; // account emails belong to no project: never captured
   if (ctx.config.sandbox) return true;
   const c = cacheOf(ctx);
   const hit = c.get(projectId);
   if (hit !== undefined) return hit;
-  const row = await ctx.db.selectFrom("projects").select("sandbox").where("id", "=", projectId).executeTakeFirst();
+  const row = await db.selectFrom("projects").select("sandbox").where("id", "=", projectId).executeTakeFirst();
   const v = !!row?.sandbox;
   if (c.size > 10_000) c.clear();
   c.set(projectId, v);
