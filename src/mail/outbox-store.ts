@@ -18,7 +18,7 @@ import type { KeptRaw } from "./sandbox";
 /** The columns of an email the outbox claims (CLAIMED_COLUMNS). */
 export type ClaimedEmail = Pick<
   Selectable<EmailsTable>,
-  "id" | "project_id" | "content_id" | "contact_id" | "to_email" | "to_name" | "vars" | "source_type" | "campaign_id" | "template_id" | "message_id" | "attempts" | "sent_at"
+  "id" | "project_id" | "content_id" | "contact_id" | "to_email" | "to_name" | "vars" | "source_type" | "campaign_id" | "template_id" | "message_id" | "attempts" | "sent_at" | "sandbox"
 >;
 
 export type ContentRow = Omit<Selectable<EmailContentsTable>, "created_at" | "no_tracking"> & { no_tracking?: number };
@@ -101,7 +101,7 @@ export interface Settled {
 }
 
 const CLAIMED_COLUMNS =
-  "id, project_id, content_id, contact_id, to_email, to_name, vars, source_type, campaign_id, template_id, message_id, attempts, sent_at";
+  "id, project_id, content_id, contact_id, to_email, to_name, vars, source_type, campaign_id, template_id, message_id, attempts, sent_at, sandbox";
 
 function claimDue(sqlite: Database, now: number, leaseUntil: number, candidates: number, choose: (rows: Candidate[]) => string[]): ClaimedEmail[] {
   return sqlite.transaction(() => {

@@ -296,7 +296,9 @@ export class Outbox {
       const content = batch.contents(row.content_id)!;
       // Content marked no_tracking (a campaign's test send) is never tracked.
       const mode = row.project_id ? (content.no_tracking ? "DISABLED" : (batch.trackingModes.get(row.project_id) ?? "ENABLED")) : undefined;
-      started.push(this.attempt(row, content, mode, !!row.project_id && batch.sandbox.has(row.project_id)));
+      // Captured: the project is a sandbox now, or the email is sandbox mail (captured before, or queued while it was one).
+      const sandbox = row.sandbox === 1 || (!!row.project_id && batch.sandbox.has(row.project_id));
+      started.push(this.attempt(row, content, mode, sandbox));
       if (i % 8 === 7) await yieldToEventLoop();
     }
     await Promise.all(started);
@@ -397,7 +399,7 @@ export class Outbox {
       urgent: row.source_type !== "CAMPAIGN",
       done: (result, info) => {
         // MAILSVC_KEEP_RAW: the message as handed to SMTP is kept for GET /emails/:id/raw (copied before its buffer is reused).
-        const kept = this.ctx.config.keepRaw && info.host !== null ? { raw: fromSmtpData(raw), sandbox: false } : undefined;
+        const kept = this.ctx.config.keepRaw && row.project_id && info.host !== null ? { raw: fromSmtpData(raw), sandbox: false } : undefined;
         return this.settle(row, { ...result, host: info.host }, info, kept).finally(() => builder.release(raw));
       },
       withdraw: () => (this.withdrawn(row) ? this.settle(row, WITHDRAWN).finally(() => builder.release(raw)) : null),

@@ -248,8 +248,14 @@ describe("simulated recipients", () => {
 
 describe("turning the sandbox off", () => {
   test("restores the 403 for an unverified domain; a verified domain's mail reaches the MX and its raw is not kept", async () => {
+    // Queued while the project was a sandbox: still captured after the switch, never sent.
+    const queued = await send({ to: "softbounce@sim.test", from: `hello@${UNVERIFIED}`, subject: "Queued", body: "<p>q</p>" });
+    await waitForView(env.srv, key, emailOf(queued), "DEFERRED");
     const p = await setSandbox(env.srv.api, env.acct, false);
     expect(p.sandbox).toBe(false);
+    env.srv.clock.advance(1_500);
+    expect(await waitForView(env.srv, key, emailOf(queued), "DELIVERED")).toMatchObject({ sandbox: true, lastReply: CAPTURED_REPLY, attempts: 2 });
+    expect(env.sink.messages).toHaveLength(0);
     const refused = await send({ to: `ann@${RCPT}`, from: `hello@${UNVERIFIED}`, subject: "s", body: "<p>b</p>" });
     expect(refused.status).toBe(403);
     expect(refused.body.error.message).toBe(`The sender domain "${UNVERIFIED}" is not verified for this project`);

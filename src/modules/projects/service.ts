@@ -95,6 +95,7 @@ export function requireRole(role: string, allowed: Role[], action: string) {
 
 export async function updateProject(ctx: AppContext, projectId: string, patch: { name?: string; tracking?: TrackingMode; sandbox?: boolean }) {
   const now = ctx.clock.now();
+  const wasSandbox = patch.sandbox === false && !!(await ctx.db.selectFrom("projects").select("sandbox").where("id", "=", projectId).executeTakeFirst())?.sandbox;
   const row = await ctx.db
     .updateTable("projects")
     .set({
@@ -108,6 +109,10 @@ export async function updateProject(ctx: AppContext, projectId: string, patch: {
     .executeTakeFirstOrThrow();
   ctx.keys.invalidate(projectId);
   forgetSandbox(ctx, projectId);
+  // Mail queued while the project was a sandbox (sender domains unchecked) stays sandbox mail: captured, never sent.
+  if (wasSandbox) {
+    await ctx.db.updateTable("emails").set({ sandbox: 1 }).where("project_id", "=", projectId).where("status", "in", ["PENDING", "DEFERRED", "SENDING"]).execute();
+  }
   return row;
 }
 
