@@ -14,6 +14,7 @@ import { deliveryEnv, type DeliveryEnv } from "../support/delivery";
 import { createAccount } from "../support/server";
 import { waitFor } from "../support/wait";
 import { startReceiver, type Receiver } from "../webhooks/support";
+import { chain, contact, must, start, waitForExecution } from "../workflows/support";
 import { addUnverifiedDomain, dkimWithPublishedRecords, setSandbox } from "./support";
 
 setDefaultTimeout(30_000);
@@ -163,6 +164,26 @@ describe("capture instead of an MX", () => {
       { until: (rs) => rs.length === 2 && rs.every((x) => x.status === "DELIVERED"), what: "the campaign's and the test send's emails captured" },
     );
     expect(rows.map((x) => x.sandbox)).toEqual([1, 1]);
+    expect(env.sink.messages).toHaveLength(0);
+  });
+});
+
+describe("templates and workflows", () => {
+  test("a template from an unverified domain, sent by a workflow: captured, and not held by a workflows cap of 0", async () => {
+    const limits = await env.srv.api(`/users/@me/projects/${env.acct.projectId}/billing-limits`, { method: "PUT", cookie: env.acct.cookie, body: { workflows: 0 } });
+    expect(limits.status).toBe(200);
+    const c = { api: env.srv.api, key };
+    const tpl = await must(c.api("/templates", { key, body: { name: "Hello", subject: "Hi {{email}}", body: "<p>Welcome</p>", from: `team@${UNVERIFIED}`, type: "TRANSACTIONAL" } }), 201);
+    const wf = await chain(c, [["SEND_EMAIL", { templateId: tpl.id }]]);
+    await contact(c, `flow@${RCPT}`);
+    const ex = await start(c, wf.id, { email: `flow@${RCPT}` });
+    const done = await waitForExecution(c, wf.id, ex.id, "COMPLETED");
+    const emailId = done.steps[0].output.emailId as string;
+    const v = await waitForView(env.srv, key, emailId, "DELIVERED");
+    expect(v).toMatchObject({ sourceType: "WORKFLOW", sandbox: true, from: `team@${UNVERIFIED}` });
+    const usage = await env.srv.api(`/users/@me/projects/${env.acct.projectId}/billing-consumption`, { cookie: env.acct.cookie });
+    expect(usage.body.workflows).toEqual({ used: 0, limit: 0, percentage: 0 });
+    await env.srv.api(`/users/@me/projects/${env.acct.projectId}/billing-limits`, { method: "PUT", cookie: env.acct.cookie, body: { workflows: null } });
     expect(env.sink.messages).toHaveLength(0);
   });
 });
