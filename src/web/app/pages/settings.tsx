@@ -181,6 +181,7 @@ export function SettingsPage() {
 function SandboxSetting({ project, canAdmin, onSaved }: { project: Project; canAdmin: boolean; onSaved: () => Promise<unknown> }) {
   const domains = useAsync(() => api<{ domain: string; verified: boolean }[]>(`/domains/project/${project.id}`, { noProject: true }), [project.id]);
   const act = useAction();
+  const [forced, setForced] = useState(false);
   const list = domains.data ?? [];
   const verified = list.filter((d) => d.verified).map((d) => d.domain);
   const on = !!project.sandbox;
@@ -194,6 +195,7 @@ function SandboxSetting({ project, canAdmin, onSaved }: { project: Project; canA
           ? "Emails from this project are built, signed and tracked as for real, then captured here instead of being sent; any sender domain works and nothing counts toward reputation or billing."
           : "Emails from this project are sent to their recipients' mail servers from verified domains only."}
       </p>
+      {forced && on && <Notice kind="warn">This server runs with MAILSVC_SANDBOX=true: every project is a sandbox until it is restarted without it.</Notice>}
       {on ? (
         <>
           <p className="hint">
@@ -214,7 +216,8 @@ function SandboxSetting({ project, canAdmin, onSaved }: { project: Project; canA
         disabled={act.busy || !canAdmin}
         onClick={() =>
           void act.run(async () => {
-            await api(`/users/@me/projects/${project.id}`, { method: "PATCH", body: { sandbox: !on }, noProject: true });
+            const p = await api<Project>(`/users/@me/projects/${project.id}`, { method: "PATCH", body: { sandbox: !on }, noProject: true });
+            setForced(on && !!p.sandbox);
             await onSaved();
           })
         }
