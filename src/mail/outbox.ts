@@ -91,6 +91,8 @@ type Guard = (row: ClaimedEmail, batch: BatchLookups) => AttemptResult | null;
 const WITHDRAWN: AttemptResult = { kind: "cancelled", reply: "campaign cancelled before this email was sent" };
 /** MARKETING/HEADLESS mail to a contact who unsubscribed after it was queued: settled CANCELLED, never sent. */
 const UNSUBSCRIBED: AttemptResult = { kind: "cancelled", reply: "recipient unsubscribed before this email was sent" };
+/** Simulated recipients that do something after their delivery (src/modules/sandbox). */
+const REACTING = new Set<string | null>(["complaint", "open", "click"]);
 /** Content types that only subscribed contacts receive (decisions.md "Templates, rendering, types"). */
 const NEEDS_SUBSCRIPTION = new Set(["MARKETING", "HEADLESS"]);
 
@@ -471,7 +473,7 @@ export class Outbox {
     const campaigns = new Set(items.map((i) => i.row.campaign_id).filter((id): id is string => !!id));
     if (campaigns.size) this.ctx.hooks.campaignOutcomes?.(this.ctx, [...campaigns]);
     // Simulated recipients that complain, open or click after the delivery (src/modules/sandbox).
-    const followUps = items.filter((i) => i.kept?.sandbox && i.state.status === "DELIVERED" && simulationOf(i.row.to_email) !== null);
+    const followUps = items.filter((i) => i.kept?.sandbox && i.state.status === "DELIVERED" && REACTING.has(simulationOf(i.row.to_email)));
     if (followUps.length && this.ctx.hooks.sandboxDelivered) {
       const hook = this.ctx.hooks.sandboxDelivered;
       for (const i of followUps) {
