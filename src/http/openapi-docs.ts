@@ -188,6 +188,10 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   // Emails and activity
   "GET /emails": d("Emails", "secret", "The per-message log (cursor list; contactId, campaignId, status, to filters)"),
   "GET /emails/:id": d("Emails", "secret", "One message: status, attempts, last reply, timestamps"),
+  "GET /emails/:id/raw": d("Emails", "secret", "The exact message as handed to SMTP (message/rfc822), while the project keeps it: sandbox mail always, other mail only with MAILSVC_KEEP_RAW; 404 when not kept", {
+    produces: "message/rfc822",
+  }),
+  "GET /emails/:id/message": d("Emails", "secret", "A kept message read back (headers, HTML, text, attachments, DKIM result against the domain's key) for the dashboard's email view; 404 when not kept"),
   "GET /activity": d("Activity", "secret", "Activity feed (cursor list)"),
   "GET /activity/stats": d("Activity", "secret", "Activity counts by type"),
   "GET /activity/recent-count": d("Activity", "secret", "Number of recent activity items"),

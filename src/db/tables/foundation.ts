@@ -29,6 +29,8 @@ export interface ProjectsTable {
   tracking: string;
   /** whsec_… (migration 010); NULL until first needed on projects created before it. */
   webhook_secret?: string | null;
+  /** Migration 023: 1 for a sandbox project (mail captured, never sent). */
+  sandbox: Generated<number>;
   created_at: number;
   updated_at: number;
 }
