@@ -2,7 +2,7 @@
 import { existsSync, mkdirSync, rmSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { ConfigError, loadConfig, OPTIONS, parseArgv, type Config } from "./config";
-import { openDatabase, openStore } from "./db";
+import { backupSqlite, openDatabase } from "./db";
 import { redactUrl } from "./db/url";
 import { MigrationError, migrateStore } from "./db/migrate";
 import { createContext, startService } from "./server";
@@ -62,13 +62,7 @@ function backup(config: Config, target: string | undefined) {
   if (!existsSync(config.db)) fail(`database ${config.db} does not exist`);
   mkdirSync(dirname(out), { recursive: true });
   if (existsSync(out)) rmSync(out);
-  const store = openStore(config.db);
-  try {
-    // VACUUM INTO reads one snapshot: a consistent copy even while the server keeps writing.
-    store.sqlite.query("VACUUM INTO ?").run(out);
-  } finally {
-    store.sqlite.close();
-  }
+  backupSqlite(config.db, out);
   process.stdout.write(JSON.stringify({ backup: out }) + "\n");
 }
 
