@@ -1,5 +1,6 @@
 // Small shared building blocks (form fields, banners, tables, data loading). Styling is in styles.css.
 import { useCallback, useEffect, useId, useRef, useState, type ReactNode } from "react";
+import { Link } from "wouter";
 import { ApiError } from "./api";
 
 export function useAsync<T>(fn: () => Promise<T>, deps: unknown[]): { data: T | undefined; error: ApiError | null; loading: boolean; reload: () => void; setData: (d: T) => void } {
@@ -58,6 +59,7 @@ export function useAction() {
 
 export function ErrorBanner({ error }: { error: ApiError | null | undefined }) {
   if (!error) return null;
+  const fix = fixFor(error);
   return (
     <div className="banner error" role="alert">
       <strong>{error.message}</strong>
@@ -70,9 +72,34 @@ export function ErrorBanner({ error }: { error: ApiError | null | undefined }) {
           ))}
         </ul>
       )}
-      {error.suggestion && <div className="muted">{error.suggestion}</div>}
+      {fix ? (
+        <div>
+          {fix.text} <Link href={fix.href}>{fix.link}</Link>
+        </div>
+      ) : (
+        error.suggestion && !API_PATH.test(error.suggestion) && <div className="muted">{error.suggestion}</div>
+      )}
     </div>
   );
+}
+
+/** A suggestion written for API clients ("… with POST /domains …"): the dashboard says it in its own words. */
+const API_PATH = /\b(GET|POST|PUT|PATCH|DELETE) \//;
+
+export interface ErrorFix {
+  text: string;
+  href: string;
+  link: string;
+}
+
+/** Errors whose fix is on another page of the dashboard: what to do, and a link there. */
+export function fixFor(error: ApiError): ErrorFix | null {
+  const m = error.message;
+  if (/sender domain .* is not verified/i.test(m)) return { text: "Add the domain and verify its DNS records first:", href: "/domains", link: "open Domains" };
+  if (error.code === "PROJECT_DISABLED" || /billing|plan limit|quota|limit reached/i.test(m)) return { text: "See the project's plan and limits:", href: "/billing", link: "open Billing" };
+  if (/suppress/i.test(m) && error.status !== 400) return { text: "The address is on the suppression list:", href: "/contacts", link: "open Contacts" };
+  if (/template/i.test(m) && error.status === 404) return { text: "Choose an existing template:", href: "/templates", link: "open Templates" };
+  return null;
 }
 
 export function Notice({ children, kind = "info" }: { children: ReactNode; kind?: "info" | "ok" | "warn" }) {
@@ -238,4 +265,93 @@ export function usePoll(fn: () => void, ms: number, active: boolean) {
     const t = setInterval(() => ref.current(), ms);
     return () => clearInterval(t);
   }, [ms, active]);
+}
+
+export function TextArea(props: { label: string; value: string; onChange: (v: string) => void; rows?: number; mono?: boolean; placeholder?: string; hint?: ReactNode; invalid?: boolean; required?: boolean }) {
+  return (
+    <Field label={props.label} hint={props.hint}>
+      {(id) => (
+        <textarea
+          id={id}
+          className={props.mono ? "mono" : undefined}
+          rows={props.rows ?? 4}
+          value={props.value}
+          placeholder={props.placeholder}
+          required={props.required}
+          aria-invalid={props.invalid || undefined}
+          onChange={(e) => props.onChange(e.target.value)}
+        />
+      )}
+    </Field>
+  );
+}
+
+export function NumberInput(props: { label: string; value: number | ""; onChange: (v: number | "") => void; min?: number; step?: number; hint?: ReactNode; required?: boolean }) {
+  return (
+    <Field label={props.label} hint={props.hint}>
+      {(id) => (
+        <input
+          id={id}
+          type="number"
+          inputMode="decimal"
+          min={props.min}
+          step={props.step ?? "any"}
+          required={props.required}
+          value={props.value}
+          onChange={(e) => props.onChange(e.target.value === "" ? "" : Number(e.target.value))}
+        />
+      )}
+    </Field>
+  );
+}
+
+/** A data table: its header cells and body rows, scrolling sideways inside its own box on a narrow screen. */
+export function Table({ head, children, label, className }: { head: ReactNode[]; children: ReactNode; label?: string; className?: string }) {
+  return (
+    <div className="table-wrap" role={label ? "region" : undefined} aria-label={label} tabIndex={label ? 0 : undefined}>
+      <table className={className}>
+        <thead>
+          <tr>
+            {head.map((h, i) => (
+              <th scope="col" key={i}>
+                {h}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>{children}</tbody>
+      </table>
+    </div>
+  );
+}
+
+/** The one pager: Previous / Next with an optional position ("Page 2 of 5", "1–50 of 120"). */
+export function Pager({ label = "Pages", info, hasPrev, hasNext, onPrev, onNext }: { label?: string; info?: ReactNode; hasPrev: boolean; hasNext: boolean; onPrev: () => void; onNext: () => void }) {
+  return (
+    <nav className="row pager" aria-label={label}>
+      {info !== undefined && (
+        <span className="muted" aria-live="polite">
+          {info}
+        </span>
+      )}
+      <button type="button" disabled={!hasPrev} onClick={onPrev}>
+        Previous
+      </button>
+      <button type="button" disabled={!hasNext} onClick={onNext}>
+        Next
+      </button>
+    </nav>
+  );
+}
+
+/** Cursor paging state: the cursor of the shown page, the page number, and moves for a Pager. */
+export function useCursorPages() {
+  const [cursors, setCursors] = useState<(string | null)[]>([null]);
+  return {
+    cursor: cursors[cursors.length - 1] ?? null,
+    page: cursors.length,
+    reset: () => setCursors([null]),
+    prev: () => setCursors((c) => (c.length > 1 ? c.slice(0, -1) : c)),
+    next: (cursor: string | null | undefined) => cursor && setCursors((c) => [...c, cursor]),
+  };
 }

@@ -3,7 +3,7 @@ import { Link, useLocation } from "wouter";
 import { api, fmtDate, listOf, unwrap, type OffsetPage } from "../api";
 import { BarChart } from "../components/charts";
 import { ConditionBuilder, emptyTree, useLiveCount, type Tree } from "../components/conditions";
-import { Badge, Empty, ErrorBanner, Loading, Modal, Notice, Page, Progress, Select, TextInput, useAction, useAsync, usePoll } from "../ui";
+import { Badge, Empty, ErrorBanner, Loading, Modal, Notice, Page, Progress, Select, TextInput, useAction, useAsync, usePoll, Table, Pager } from "../ui";
 import type { Segment } from "./segments";
 import { Preview, type Template } from "./templates";
 
@@ -53,9 +53,7 @@ export function CampaignsPage() {
       </form>
       <ErrorBanner error={list.error} />
       {list.loading && !list.data ? <Loading /> : list.data?.data.length === 0 ? <Empty>No campaigns yet.</Empty> : (
-        <table>
-          <thead><tr><th scope="col">Name</th><th scope="col">Status</th><th scope="col">Audience</th><th scope="col">Sent</th><th scope="col">Opened</th><th scope="col">Clicked</th><th scope="col">Updated</th></tr></thead>
-          <tbody>
+        <Table head={["Name", "Status", "Audience", "Sent", "Opened", "Clicked", "Updated"]}>
             {list.data?.data.map((c) => (
               <tr key={c.id}>
                 <td><Link href={`/campaigns/${c.id}`}>{c.name}</Link><div className="hint">{c.subject}</div></td>
@@ -67,15 +65,10 @@ export function CampaignsPage() {
                 <td>{fmtDate(c.updatedAt)}</td>
               </tr>
             ))}
-          </tbody>
-        </table>
+          </Table>
       )}
       {list.data && list.data.totalPages > 1 && (
-        <nav className="row pager" aria-label="Pages">
-          <button type="button" disabled={page <= 1} onClick={() => setPage(page - 1)}>Previous</button>
-          <span>Page {page} of {list.data.totalPages}</span>
-          <button type="button" disabled={page >= list.data.totalPages} onClick={() => setPage(page + 1)}>Next</button>
-        </nav>
+        <Pager info={`Page ${page} of ${list.data.totalPages}`} hasPrev={page > 1} hasNext={page < list.data.totalPages} onPrev={() => setPage(page - 1)} onNext={() => setPage(page + 1)} />
       )}
     </Page>
   );

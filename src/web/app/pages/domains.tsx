@@ -1,7 +1,7 @@
 import { useState } from "react";
 import { api } from "../api";
 import { useProject } from "../session";
-import { Badge, CopyButton, Empty, ErrorBanner, Loading, Page, TextInput, useAction, useAsync } from "../ui";
+import { Badge, CopyButton, Empty, ErrorBanner, Loading, Page, TextInput, useAction, useAsync, Table } from "../ui";
 
 interface DomainRecord {
   type: string;
@@ -83,18 +83,7 @@ function DomainCard({ d, onChange }: { d: Domain; onChange: () => void }) {
         </div>
       </div>
       <ErrorBanner error={act.error} />
-      <div className="scroll-x">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Purpose</th>
-              <th scope="col">Type</th>
-              <th scope="col">Name</th>
-              <th scope="col">Value</th>
-              <th scope="col">Status</th>
-            </tr>
-          </thead>
-          <tbody>
+        <Table head={["Purpose", "Type", "Name", "Value", "Status"]}>
             {d.records.map((r) => (
               <tr key={r.purpose + r.name}>
                 <td>
@@ -113,9 +102,7 @@ function DomainCard({ d, onChange }: { d: Domain; onChange: () => void }) {
                 </td>
               </tr>
             ))}
-          </tbody>
-        </table>
-      </div>
+          </Table>
     </section>
   );
 }

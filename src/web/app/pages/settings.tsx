@@ -18,7 +18,8 @@ export function NewProjectPage({ first }: { first?: boolean }) {
           const p = await api<Project>("/users/@me/projects", { body: { name }, noProject: true });
           await s.reload();
           s.selectProject(p.id);
-          navigate("/settings");
+          // A new project opens on Overview: its getting-started checklist is the next step.
+          navigate("/");
         });
       }}
     >

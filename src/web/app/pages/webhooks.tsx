@@ -1,6 +1,6 @@
 import { useState } from "react";
 import { api, fmtDate, listOf } from "../api";
-import { Badge, Checkbox, CopyButton, Empty, ErrorBanner, Loading, Notice, Page, TextInput, useAction, useAsync } from "../ui";
+import { Badge, Checkbox, CopyButton, Empty, ErrorBanner, Loading, Notice, Page, TextInput, useAction, useAsync, Table } from "../ui";
 
 interface Endpoint {
   id: string;
@@ -63,10 +63,7 @@ function Deliveries({ id }: { id: string }) {
   return (
     <details>
       <summary>Recent deliveries</summary>
-      <table>
-        <thead><tr><th scope="col">Event</th><th scope="col">Status</th><th scope="col">Attempts</th><th scope="col">Response</th><th scope="col">Created</th></tr></thead>
-        <tbody>{list.data.map((d) => <tr key={d.id}><td>{d.event}</td><td><Badge>{d.status}</Badge></td><td>{d.attempts}</td><td>{d.responseStatus ?? "—"}</td><td>{fmtDate(d.createdAt)}</td></tr>)}</tbody>
-      </table>
+      <Table head={["Event", "Status", "Attempts", "Response", "Created"]}>{list.data.map((d) => <tr key={d.id}><td>{d.event}</td><td><Badge>{d.status}</Badge></td><td>{d.attempts}</td><td>{d.responseStatus ?? "—"}</td><td>{fmtDate(d.createdAt)}</td></tr>)}</Table>
     </details>
   );
 }
