@@ -1,6 +1,6 @@
 import "@xyflow/react/dist/style.css";
 import "./styles.css";
-import { lazy, Suspense } from "react";
+import { lazy, Suspense, useEffect, useState } from "react";
 import { createRoot } from "react-dom/client";
 import { Link, Redirect, Route, Router, Switch, useLocation } from "wouter";
 import { useHashLocation } from "wouter/use-hash-location";
@@ -41,6 +41,9 @@ const NAV: [string, string][] = [
 function Shell() {
   const s = useSession();
   const [loc, navigate] = useLocation();
+  // On a phone the navigation is behind a menu button; it closes again when a page is chosen.
+  const [menuOpen, setMenuOpen] = useState(false);
+  useEffect(() => setMenuOpen(false), [loc]);
   if (s.user === undefined) return <Loading />;
   if (s.user === null) {
     return (
@@ -60,8 +63,14 @@ function Shell() {
       <a href="#main" className="skip">
         Skip to content
       </a>
-      <aside className="side">
-        <div className="brand">mailsvc</div>
+      <aside className={`side${menuOpen ? " open" : ""}`}>
+        <div className="side-top">
+          <div className="brand">mailsvc</div>
+          <button type="button" className="menu-button" aria-expanded={menuOpen} aria-controls="side-menu" onClick={() => setMenuOpen(!menuOpen)}>
+            {menuOpen ? "Close" : "Menu"}
+          </button>
+        </div>
+        <div className="side-menu" id="side-menu">
         <div className="field">
           <label htmlFor="project-switch">Project</label>
           <select
@@ -99,6 +108,7 @@ function Shell() {
           <button type="button" className="link" onClick={() => s.logout().then(() => navigate("/"))}>
             Log out
           </button>
+        </div>
         </div>
       </aside>
       <main id="main" tabIndex={-1}>

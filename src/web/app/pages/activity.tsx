@@ -65,7 +65,14 @@ const KEY_LABELS: Record<string, string> = {
   workflowName: "Workflow",
   name: "Name",
   userAgent: "Browser",
+  mxHost: "Receiving server",
+  reply: "Server reply",
+  sourceType: "Sent by",
+  ip: "IP address",
+  eventName: "Event",
+  error: "Error",
 };
+const SOURCE_WORDS: Record<string, string> = { CAMPAIGN: "a campaign", TRANSACTIONAL: "the API", WORKFLOW: "a workflow", SYSTEM: "the server" };
 // Ids are shown as links (campaign, workflow, contact) or left out: a person reads names, not ids.
 const HIDDEN = new Set(["emailId", "stepId", "contactId", "messageId", "templateId", "workflowId", "campaignId", "endpointId", "jobId", "executionId"]);
 
@@ -100,7 +107,7 @@ export function Details({ data }: { data: Record<string, unknown> | undefined })
     }
     parts.push(
       <span key={k}>
-        {KEY_LABELS[k] ?? k}: {valueText(v)}
+        {KEY_LABELS[k] ?? k}: {k === "sourceType" ? SOURCE_WORDS[String(v)] ?? valueText(v) : valueText(v)}
       </span>,
     );
   }
@@ -129,7 +136,7 @@ export function ActivityPage() {
       </form>
       <ErrorBanner error={feed.error} />
       {feed.loading && !feed.data ? <Loading /> : feed.data?.data.length === 0 ? <Empty>No activity yet: sent emails, opens, clicks and tracked events show up here.</Empty> : (
-        <Table head={["When", "What", "Contact", "Details"]} label="Activity">
+        <Table head={["When", "What", "Contact", "Details"]} label="Activity feed">
           {feed.data?.data.map((a) => (
             <tr key={a.id}>
               <td className="nowrap">{fmtDate(a.timestamp)}</td>

@@ -81,7 +81,8 @@ export function CampaignPage({ id }: { id: string }) {
   if (c.error) return <Page title="Campaign"><ErrorBanner error={c.error} /></Page>;
   if (c.loading && !c.data) return <Loading />;
   const campaign = c.data ?? null;
-  if (!campaign || campaign.status === "DRAFT") return <Composer key={id} campaign={campaign} reload={c.reload} />;
+  // A SCHEDULED campaign is still editable: the composer, with its schedule, "Send now" and "Cancel".
+  if (!campaign || campaign.status === "DRAFT" || campaign.status === "SCHEDULED") return <Composer key={id} campaign={campaign} reload={c.reload} />;
   return <CampaignReport campaign={campaign} reload={c.reload} />;
 }
 
@@ -146,8 +147,20 @@ function Composer({ campaign, reload }: { campaign: Campaign | null; reload: () 
     >
       <ErrorBanner error={act.error} />
       {note && <Notice kind="ok">{note}</Notice>}
+      {campaign?.status === "SCHEDULED" && (
+        <div className="banner info row spread" role="status" aria-label="Schedule">
+          <span>Scheduled for <strong>{fmtDate(campaign.scheduledFor)}</strong>. You can still change it, send it now, or cancel it.</span>
+          <button type="button" className="danger" disabled={act.busy} onClick={() => {
+            if (!confirm("Cancel this scheduled campaign? It will not be sent.")) return;
+            void act.run(async () => {
+              await api(`/campaigns/${campaign.id}/cancel`, { method: "POST" });
+              reload();
+            });
+          }}>Cancel campaign</button>
+        </div>
+      )}
       <div className="editor">
-        <form className="card" onSubmit={(e) => { e.preventDefault(); void act.run(async () => { await save(); setNote("Draft saved."); reload(); }); }}>
+        <form className="card" onSubmit={(e) => { e.preventDefault(); void act.run(async () => { await save(); setNote(campaign?.status === "SCHEDULED" ? "Changes saved; the schedule is unchanged." : "Draft saved."); reload(); }); }}>
           <TextInput label="Campaign name" value={name} onChange={setName} required />
           <Select
             label="Start from a template (optional)"
@@ -198,7 +211,7 @@ function Composer({ campaign, reload }: { campaign: Campaign | null; reload: () 
             </p>
           </fieldset>
           <div className="row">
-            <button type="submit" disabled={act.busy}>{campaign ? "Save draft" : "Create draft"}</button>
+            <button type="submit" disabled={act.busy}>{campaign?.status === "SCHEDULED" ? "Save changes" : campaign ? "Save draft" : "Create draft"}</button>
           </div>
           {campaign && (
             <>
@@ -218,8 +231,9 @@ function Composer({ campaign, reload }: { campaign: Campaign | null; reload: () 
                 <button type="button" disabled={act.busy || !scheduleAt} onClick={() => void act.run(async () => {
                   await save();
                   await api(`/campaigns/${campaign.id}/send`, { body: { scheduledFor: new Date(scheduleAt).toISOString() } });
+                  setNote(`Scheduled for ${fmtDate(new Date(scheduleAt).toISOString())}.`);
                   reload();
-                })}>Schedule</button>
+                })}>{campaign.status === "SCHEDULED" ? "Reschedule" : "Schedule"}</button>
                 <button type="button" className="primary" disabled={act.busy} onClick={() => setConfirming(true)}>Send now…</button>
               </div>
             </>

@@ -1,5 +1,6 @@
 import { useState } from "react";
 import { api } from "../api";
+import { ConfigWarnings, useSetupState } from "../components/setup";
 import { useProject } from "../session";
 import { Badge, CopyButton, Empty, ErrorBanner, Loading, Page, TextInput, useAction, useAsync, Table } from "../ui";
 
@@ -27,8 +28,10 @@ export function DomainsPage() {
   const list = useAsync(() => api<Domain[]>(`/domains/project/${project.id}`), [project.id]);
   const [domain, setDomain] = useState("");
   const act = useAction();
+  const setup = useSetupState();
   return (
     <Page title="Domains">
+      <ConfigWarnings warnings={setup.data?.warnings} />
       <p className="hint">Emails are sent from addresses of verified domains. Add the DNS records below at your DNS provider, then verify. Only the DKIM record is required; the others improve deliverability.</p>
       <form
         className="row card"

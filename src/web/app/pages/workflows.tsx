@@ -110,6 +110,7 @@ function StepNode({ data }: NodeProps) {
       <Handle type="target" position={Position.Top} />
       <div className="flow-type">{stepLabel(d.step.type)}{d.entry ? " · first" : ""}</div>
       <div className="flow-name">{d.step.name || summary(d.step)}</div>
+      {d.step.name && summary(d.step) !== d.step.name && <div className="flow-summary">{summary(d.step)}</div>}
       {d.step.type !== "EXIT" &&
         (branches ? (
           branches.map((b, i) => <Handle key={b} id={b} type="source" position={Position.Bottom} style={{ left: `${30 + i * 40}%` }} title={branchLabel(b)} />)
@@ -162,7 +163,7 @@ function WorkflowEditor({ wf, reload }: { wf: Workflow; reload: () => void }) {
       steps.map((s, i) => ({
         id: s.id,
         type: "step",
-        position: s.position && typeof s.position.x === "number" ? { x: s.position.x, y: s.position.y } : { x: 80 + (i % 3) * 220, y: 40 + Math.floor(i / 3) * 140 + (i % 3) * 30 },
+        position: s.position && typeof s.position.x === "number" ? { x: s.position.x, y: s.position.y } : { x: 80, y: 40 + i * 110 },
         data: { step: s, entry: s.id === wf.entryStepId },
         selected: s.id === selected,
       })),
@@ -183,7 +184,7 @@ function WorkflowEditor({ wf, reload }: { wf: Workflow; reload: () => void }) {
     void act.run(async () => {
       const n = steps.length;
       const config = newType === "SEND_EMAIL" ? { templateId: templates.data?.[0]?.id ?? "" } : DEFAULT_CONFIG[newType];
-      const s = await api<Step>(`/workflows/${wf.id}/steps`, { body: { type: newType, config, position: { x: 80 + (n % 3) * 220, y: 40 + Math.floor(n / 3) * 140 } } });
+      const s = await api<Step>(`/workflows/${wf.id}/steps`, { body: { type: newType, config, position: { x: 80, y: 40 + n * 110 } } });
       // Chain it after the selected step (or the last one) when that step has no way out yet.
       const from = selected ? steps.find((x) => x.id === selected) : steps[steps.length - 1];
       if (from && from.type !== "EXIT" && !["CONDITION", "WAIT_FOR_EVENT"].includes(from.type) && !transitions.some((t) => t.fromStepId === from.id)) {
