@@ -302,9 +302,9 @@ describe("the first hour", () => {
     expect(await page.getByRole("navigation", { name: "Main" }).isVisible()).toBe(false);
 
     for (const [path, title, shot] of PAGES) {
-      await page.goto(`/#${path}`);
+      // A full load (not a hash change), so "networkidle" waits for the page's own requests.
+      await page.goto(`/?page=${shot}#${path}`, { waitUntil: "networkidle" });
       await heading(title).waitFor();
-      await page.waitForLoadState("networkidle");
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
       expect({ page: title, overflow }).toEqual({ page: title, overflow: 0 });
       await screenshot(page, `phone-${shot}`);
@@ -316,9 +316,9 @@ describe("the first hour", () => {
   test("wide (1400 px): each main page, for the README", async () => {
     await page.setViewportSize({ width: 1400, height: 900 });
     for (const [path, title, shot] of PAGES) {
-      await page.goto(`/#${path}`);
+      // A full load (not a hash change), so "networkidle" waits for the page's own requests.
+      await page.goto(`/?page=${shot}#${path}`, { waitUntil: "networkidle" });
       await heading(title).waitFor();
-      await page.waitForLoadState("networkidle");
       await screenshot(page, `wide-${shot}`);
     }
   }, 90_000);

@@ -110,10 +110,10 @@ export function Notice({ children, kind = "info" }: { children: ReactNode; kind?
   );
 }
 
-export function Field({ label, children, hint }: { label: string; children: (id: string) => ReactNode; hint?: ReactNode }) {
+export function Field({ label, children, hint, className }: { label: string; children: (id: string) => ReactNode; hint?: ReactNode; className?: string }) {
   const id = useId();
   return (
-    <div className="field">
+    <div className={className ? `field ${className}` : "field"}>
       <label htmlFor={id}>{label}</label>
       {children(id)}
       {hint && <div className="hint">{hint}</div>}
@@ -121,7 +121,7 @@ export function Field({ label, children, hint }: { label: string; children: (id:
   );
 }
 
-export function TextInput(props: { label: string; value: string; onChange: (v: string) => void; type?: string; required?: boolean; placeholder?: string; hint?: ReactNode; autoComplete?: string; name?: string }) {
+export function TextInput(props: { label: string; value: string; onChange: (v: string) => void; type?: string; required?: boolean; placeholder?: string; hint?: ReactNode; autoComplete?: string; name?: string; min?: number }) {
   return (
     <Field label={props.label} hint={props.hint}>
       {(id) => (
@@ -132,6 +132,7 @@ export function TextInput(props: { label: string; value: string; onChange: (v: s
           value={props.value}
           required={props.required}
           placeholder={props.placeholder}
+          min={props.min}
           autoComplete={props.autoComplete}
           onChange={(e) => props.onChange(e.target.value)}
         />
@@ -267,9 +268,9 @@ export function usePoll(fn: () => void, ms: number, active: boolean) {
   }, [ms, active]);
 }
 
-export function TextArea(props: { label: string; value: string; onChange: (v: string) => void; rows?: number; mono?: boolean; placeholder?: string; hint?: ReactNode; invalid?: boolean; required?: boolean }) {
+export function TextArea(props: { label: string; value: string; onChange: (v: string) => void; rows?: number; mono?: boolean; placeholder?: string; hint?: ReactNode; invalid?: boolean; required?: boolean; className?: string }) {
   return (
-    <Field label={props.label} hint={props.hint}>
+    <Field label={props.label} hint={props.hint} className={props.className}>
       {(id) => (
         <textarea
           id={id}

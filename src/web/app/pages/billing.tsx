@@ -1,7 +1,7 @@
 import { useState } from "react";
 import { api } from "../api";
 import { useProject, useSession } from "../session";
-import { ErrorBanner, Loading, Notice, Page, Progress, useAction, useAsync, Table } from "../ui";
+import { ErrorBanner, Loading, Notice, Page, Progress, TextInput, useAction, useAsync, Table } from "../ui";
 
 const CATEGORIES = ["transactional", "campaigns", "workflows", "inbound"] as const;
 type Cat = (typeof CATEGORIES)[number];
@@ -58,10 +58,7 @@ export function BillingPage() {
           setSaved(true);
         }); }}>
           {CATEGORIES.map((c) => (
-            <div className="field" key={c}>
-              <label htmlFor={`limit-${c}`}>{c}</label>
-              <input id={`limit-${c}`} type="number" min={0} value={value(c)} placeholder="unlimited" onChange={(e) => setDraft({ ...draft, [c]: e.target.value })} />
-            </div>
+            <TextInput key={c} label={c} type="number" min={0} value={value(c)} placeholder="unlimited" onChange={(v) => setDraft({ ...draft, [c]: v })} />
           ))}
           <button type="submit" className="primary" disabled={!canAdmin || act.busy}>Save limits</button>
         </form>

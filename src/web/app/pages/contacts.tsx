@@ -1,7 +1,7 @@
 import { useRef, useState } from "react";
 import { Link, useLocation } from "wouter";
 import { api, fmtDate, pollJob, type CursorPage } from "../api";
-import { Badge, Checkbox, Empty, ErrorBanner, Loading, Modal, Notice, Page, Pager, Progress, Select, Table, TextInput, useAction, useAsync } from "../ui";
+import { Badge, Checkbox, Empty, ErrorBanner, Loading, Modal, Notice, Page, Pager, Progress, Select, Table, TextArea, TextInput, useAction, useAsync } from "../ui";
 
 export interface Contact {
   id: string;
@@ -313,10 +313,7 @@ function ContactForm({ contact, onSaved, onCancel }: { contact?: Contact; onSave
       )}
       <TextInput label="Email" type="email" value={email} onChange={setEmail} required />
       <Checkbox label="Subscribed" checked={subscribed} onChange={setSubscribed} />
-      <div className="field">
-        <label htmlFor="contact-data">Data (JSON object)</label>
-        <textarea id="contact-data" rows={6} className="mono" value={data} onChange={(e) => setData(e.target.value)} />
-      </div>
+      <TextArea label="Data (JSON object)" rows={6} mono value={data} onChange={setData} />
       <div className="row">
         <button type="submit" className="primary" disabled={act.busy}>
           Save

@@ -2,7 +2,7 @@ import { useState } from "react";
 import { Link, useLocation } from "wouter";
 import { api, fmtDate, listOf, type OffsetPage } from "../api";
 import { ConditionBuilder, emptyTree, useLiveCount, type Tree } from "../components/conditions";
-import { Badge, Checkbox, Empty, ErrorBanner, Loading, Notice, Page, Select, TextInput, useAction, useAsync, Table, Pager } from "../ui";
+import { Badge, Checkbox, Empty, ErrorBanner, Loading, Notice, Page, Select, TextArea, TextInput, useAction, useAsync, Table, Pager } from "../ui";
 import type { Contact } from "./contacts";
 
 export interface Segment {
@@ -139,10 +139,7 @@ function Members({ segment, onChange }: { segment: Segment; onChange: () => void
       {note && <Notice kind="ok">{note}</Notice>}
       {segment.type === "STATIC" && (
         <form className="row top" onSubmit={(e) => e.preventDefault()}>
-          <div className="field" style={{ flex: 1 }}>
-            <label htmlFor="member-emails">Emails (one per line)</label>
-            <textarea id="member-emails" rows={3} value={emails} onChange={(e) => setEmails(e.target.value)} />
-          </div>
+          <TextArea label="Emails (one per line)" rows={3} value={emails} onChange={setEmails} className="grow" />
           <div>
             <Checkbox label="Create missing contacts" checked={createMissing} onChange={setCreateMissing} />
             <div className="row">

@@ -91,7 +91,7 @@ function TestOutcome({ result }: { result: TestResult | "pending" | undefined })
       ) : (
         <strong>Test failed: the endpoint could not be reached{d.error ? ` (${d.error})` : ""}.</strong>
       )}
-      {code !== null && d.error && <div>{d.error}</div>}
+      {code !== null && d.error && !/^HTTP \d+$/.test(d.error) && <div>{d.error}</div>}
       {body && <div className="hint">Its answer: <code className="small-code">{body.length > 300 ? body.slice(0, 300) + "…" : body}</code></div>}
       {!result.success && <div className="hint">Events are retried with backoff; a test event is sent once.</div>}
     </div>
