@@ -309,6 +309,16 @@ describe("the first hour", () => {
       expect({ page: title, overflow }).toEqual({ page: title, overflow: 0 });
       await screenshot(page, `phone-${shot}`);
     }
+    // The editors too: the workflow graph and its step form, the campaign composer.
+    for (const [list, link, title, shot] of [["/workflows", "Onboarding", "Workflow: Onboarding", "workflow-editor"], ["/campaigns", "Launch", "Campaign: Launch", "campaign"]] as const) {
+      await page.goto(`/?page=${shot}#${list}`, { waitUntil: "networkidle" });
+      await page.getByRole("link", { name: link, exact: true }).click();
+      await page.getByRole("heading", { name: title }).waitFor();
+      await page.waitForLoadState("networkidle");
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      expect({ page: title, overflow }).toEqual({ page: title, overflow: 0 });
+      await screenshot(page, `phone-${shot}`);
+    }
     await page.getByRole("button", { name: "Menu" }).click();
     await screenshot(page, "phone-menu");
   }, 90_000);

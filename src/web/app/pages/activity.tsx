@@ -136,13 +136,13 @@ export function ActivityPage() {
       </form>
       <ErrorBanner error={feed.error} />
       {feed.loading && !feed.data ? <Loading /> : feed.data?.data.length === 0 ? <Empty>No activity yet: sent emails, opens, clicks and tracked events show up here.</Empty> : (
-        <Table head={["When", "What", "Contact", "Details"]} label="Activity feed">
+        <Table head={["When", "What", "Contact", "Details"]} label="Activity feed" className="stack">
           {feed.data?.data.map((a) => (
             <tr key={a.id}>
-              <td className="nowrap">{fmtDate(a.timestamp)}</td>
-              <td><Badge tone="neutral">{typeLabel(a.type)}</Badge></td>
-              <td>{a.contactId ? <Link href={`/contacts/${a.contactId}`}>{a.contactEmail ?? "a contact"}</Link> : "—"}</td>
-              <td><Details data={a.metadata} /></td>
+              <td className="nowrap" data-label="When">{fmtDate(a.timestamp)}</td>
+              <td data-label="What"><Badge tone="neutral">{typeLabel(a.type)}</Badge></td>
+              <td data-label="Contact">{a.contactId ? <Link href={`/contacts/${a.contactId}`}>{a.contactEmail ?? "a contact"}</Link> : "—"}</td>
+              <td data-label="Details"><Details data={a.metadata} /></td>
             </tr>
           ))}
         </Table>

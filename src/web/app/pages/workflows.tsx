@@ -110,7 +110,7 @@ function StepNode({ data }: NodeProps) {
       <Handle type="target" position={Position.Top} />
       <div className="flow-type">{stepLabel(d.step.type)}{d.entry ? " · first" : ""}</div>
       <div className="flow-name">{d.step.name || summary(d.step)}</div>
-      {d.step.name && summary(d.step) !== d.step.name && <div className="flow-summary">{summary(d.step)}</div>}
+      {d.step.name && ![d.step.name, stepLabel(d.step.type)].includes(summary(d.step)) && <div className="flow-summary">{summary(d.step)}</div>}
       {d.step.type !== "EXIT" &&
         (branches ? (
           branches.map((b, i) => <Handle key={b} id={b} type="source" position={Position.Bottom} style={{ left: `${30 + i * 40}%` }} title={branchLabel(b)} />)
