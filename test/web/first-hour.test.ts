@@ -227,6 +227,47 @@ describe("the first hour", () => {
     expect(wf.transitions[0]).toMatchObject({ fromStepId: send.id, toStepId: wait.id, branch: null });
   }, 45_000);
 
+  test("workflow editor: a condition built with the segments' builder; Connect to offers only steps that make no loop, and free branches only", async () => {
+    // The Wait step is selected: a new step is chained after it.
+    await page.getByLabel("Step type").selectOption({ label: "Check a condition" });
+    await page.getByRole("button", { name: "Add step" }).click();
+    const editor = page.getByRole("form", { name: "Configure step" });
+    await editor.getByRole("heading", { name: "Check a condition" }).waitFor();
+    // A new condition starts from one sample filter; it is edited in place.
+    const filter = editor.getByRole("group", { name: "Filter 1.1" });
+    await filter.getByLabel("Field").fill("data.plan");
+    await filter.getByLabel("Operator").selectOption("equals");
+    await filter.getByLabel("Value").fill("vip");
+    expect(await editor.getByRole("group", { name: "Filter 1.2" }).count()).toBe(0);
+    await editor.getByRole("button", { name: "Save step" }).click();
+    await editor.getByText("Step saved.").waitFor();
+    // Every other step leads to this one: connecting to any of them would make a loop.
+    await editor.getByText("Add another step to connect this one to it.").waitFor();
+
+    // An "End the workflow" step added while the condition is selected is not chained (a condition needs a branch).
+    await page.getByLabel("Step type").selectOption({ label: "End the workflow" });
+    await page.getByRole("button", { name: "Add step" }).click();
+    await editor.getByRole("heading", { name: "End the workflow" }).waitFor();
+    await page.getByRole("complementary", { name: "Steps" }).getByRole("button", { name: /^Check a condition/ }).click();
+    await editor.getByRole("heading", { name: "Check a condition" }).waitFor();
+    const targets = await editor.getByLabel("Connect to").locator("option").allInnerTexts();
+    expect(targets).toHaveLength(2);
+    expect(targets[1]).toMatch(/^End the workflow/);
+    await editor.getByLabel("Connect to").selectOption({ index: 1 });
+    await editor.getByLabel("Branch").selectOption({ label: "Yes" });
+    await editor.getByRole("button", { name: "Connect", exact: true }).click();
+    await editor.getByText(/^Yes →/).waitFor();
+    // The "yes" branch is taken: only "No" is left.
+    expect(await editor.getByLabel("Branch").locator("option").allInnerTexts()).toEqual(["Choose…", "No"]);
+
+    const wf = (await sessionApi(`/workflows/${(await sessionApi("/workflows")).body.data[0].id}`)).body;
+    const cond = wf.steps.find((s: any) => s.type === "CONDITION");
+    const exit = wf.steps.find((s: any) => s.type === "EXIT");
+    expect(cond.config).toEqual({ logic: "AND", groups: [{ filters: [{ field: "data.plan", operator: "equals", value: "vip" }] }] });
+    expect(wf.transitions.find((t: any) => t.fromStepId === cond.id)).toMatchObject({ toStepId: exit.id, branch: "yes" });
+    expect(wf.transitions).toHaveLength(3);
+  }, 45_000);
+
   test("webhooks: Send test shows the delivery's real outcome (the status code, then a success)", async () => {
     await nav("Webhooks").click();
     await page.getByLabel("Endpoint URL").fill(`${hook.url}/hooks`);

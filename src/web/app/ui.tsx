@@ -96,9 +96,9 @@ export interface ErrorFix {
 export function fixFor(error: ApiError): ErrorFix | null {
   const m = error.message;
   if (/sender domain .* is not verified/i.test(m)) return { text: "Add the domain and verify its DNS records first:", href: "/domains", link: "open Domains" };
-  if (error.code === "PROJECT_DISABLED" || /billing|plan limit|quota|limit reached/i.test(m)) return { text: "See the project's plan and limits:", href: "/billing", link: "open Billing" };
-  if (/suppress/i.test(m) && error.status !== 400) return { text: "The address is on the suppression list:", href: "/contacts", link: "open Contacts" };
-  if (/template/i.test(m) && error.status === 404) return { text: "Choose an existing template:", href: "/templates", link: "open Templates" };
+  if (error.code === "BILLING_LIMIT_EXCEEDED") return { text: "The project's monthly limit is reached; raise it or wait for the next month:", href: "/billing", link: "open Billing" };
+  if (error.code === "PROJECT_DISABLED") return { text: "See the project's plan and limits:", href: "/billing", link: "open Billing" };
+  if (error.status === 404 && /^template\b/i.test(m)) return { text: "Choose an existing template:", href: "/templates", link: "open Templates" };
   return null;
 }
 

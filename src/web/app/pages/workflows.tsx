@@ -248,6 +248,15 @@ function WorkflowEditor({ wf, reload }: { wf: Workflow; reload: () => void }) {
             fitViewOptions={{ maxZoom: 1 }}
             onNodeClick={(_, n) => setSelected(n.id)}
             onPaneClick={() => setSelected(null)}
+            // Dragging from a step offers only the steps it may lead to (not itself, nothing that makes a loop, a free way out).
+            isValidConnection={(c) => {
+              const from = steps.find((s) => s.id === c.source);
+              if (!from || from.type === "EXIT") return false;
+              const out = transitions.filter((t) => t.fromStepId === from.id);
+              const branched = from.type === "CONDITION" || from.type === "WAIT_FOR_EVENT";
+              if (branched ? c.sourceHandle != null && out.some((t) => t.branch === c.sourceHandle) : out.length > 0) return false;
+              return validTargets(from, steps, transitions).some((t) => t.id === c.target);
+            }}
             onConnect={(c) => {
               const from = steps.find((s) => s.id === c.source);
               if (from && ["CONDITION", "WAIT_FOR_EVENT"].includes(from.type) && !c.sourceHandle) setPendingBranch(c);
