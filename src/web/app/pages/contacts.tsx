@@ -1,6 +1,7 @@
 import { useRef, useState } from "react";
 import { Link, useLocation } from "wouter";
 import { api, fmtDate, pollJob, type CursorPage } from "../api";
+import { Details } from "./activity";
 import { Badge, Checkbox, Empty, ErrorBanner, Loading, Modal, Notice, Page, Pager, Progress, Select, Table, TextArea, TextInput, useAction, useAsync } from "../ui";
 
 export interface Contact {
@@ -390,7 +391,7 @@ export function ContactPage({ id }: { id: string }) {
             {events.data?.data.map((e) => (
               <li key={e.id}>
                 <time dateTime={e.createdAt}>{fmtDate(e.createdAt)}</time> <strong>{e.name}</strong>
-                {e.data && Object.keys(e.data).length > 0 && <code className="wrap small-code">{JSON.stringify(e.data)}</code>}
+                {e.data && Object.keys(e.data).length > 0 && <Details data={e.data} />}
               </li>
             ))}
           </ol>
