@@ -71,44 +71,44 @@ function Shell() {
           </button>
         </div>
         <div className="side-menu" id="side-menu">
-        <div className="field">
-          <label htmlFor="project-switch">Project</label>
-          <select
-            id="project-switch"
-            value={s.project.id}
-            onChange={(e) => {
-              if (e.target.value === "__new") navigate("/projects/new");
-              else {
-                s.selectProject(e.target.value);
-                navigate("/");
-              }
-            }}
-          >
-            {s.projects.map((p) => (
-              <option key={p.id} value={p.id}>
-                {p.name}
-              </option>
-            ))}
-            <option value="__new">+ New project…</option>
-          </select>
-        </div>
-        <nav aria-label="Main">
-          <ul>
-            {NAV.map(([href, label]) => (
-              <li key={href}>
-                <Link href={href} aria-current={active(href) ? "page" : undefined}>
-                  {label}
-                </Link>
-              </li>
-            ))}
-          </ul>
-        </nav>
-        <div className="me">
-          <span title={s.user.email}>{s.user.email}</span>
-          <button type="button" className="link" onClick={() => s.logout().then(() => navigate("/"))}>
-            Log out
-          </button>
-        </div>
+          <div className="field">
+            <label htmlFor="project-switch">Project</label>
+            <select
+              id="project-switch"
+              value={s.project.id}
+              onChange={(e) => {
+                if (e.target.value === "__new") navigate("/projects/new");
+                else {
+                  s.selectProject(e.target.value);
+                  navigate("/");
+                }
+              }}
+            >
+              {s.projects.map((p) => (
+                <option key={p.id} value={p.id}>
+                  {p.name}
+                </option>
+              ))}
+              <option value="__new">+ New project…</option>
+            </select>
+          </div>
+          <nav aria-label="Main">
+            <ul>
+              {NAV.map(([href, label]) => (
+                <li key={href}>
+                  <Link href={href} aria-current={active(href) ? "page" : undefined}>
+                    {label}
+                  </Link>
+                </li>
+              ))}
+            </ul>
+          </nav>
+          <div className="me">
+            <span title={s.user.email}>{s.user.email}</span>
+            <button type="button" className="link" onClick={() => s.logout().then(() => navigate("/"))}>
+              Log out
+            </button>
+          </div>
         </div>
       </aside>
       <main id="main" tabIndex={-1}>

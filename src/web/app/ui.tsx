@@ -310,10 +310,11 @@ export function NumberInput(props: { label: string; value: number | ""; onChange
  * A data table: its header cells and body rows, scrolling sideways inside its own box on a narrow screen.
  * className "stack": on a phone each row is a card of labelled cells instead (cells carry data-label).
  */
-export function Table({ head, children, label, className }: { head: ReactNode[]; children: ReactNode; label?: string; className?: string }) {
+export function Table({ head, children, label, caption, className }: { head: ReactNode[]; children: ReactNode; label?: string; caption?: string; className?: string }) {
   return (
     <div className="table-wrap" role={label ? "region" : undefined} aria-label={label} tabIndex={label ? 0 : undefined}>
       <table className={className}>
+        {caption && <caption className="sr-only">{caption}</caption>}
         <thead>
           <tr>
             {head.map((h, i) => (

@@ -107,64 +107,70 @@ function FilterRow({ f, onChange, onRemove, path, options }: { f: Filter; onChan
       <Field label="Field">
         {(fid) => (
           <>
-        <input
-          id={fid}
-          list={`${id}-list`}
-          value={f.field}
-          placeholder="data.plan"
-          onChange={(e) => {
-            const field = e.target.value;
-            const nextOps = operatorsFor(field);
-            onChange({ ...f, field, operator: nextOps.includes(f.operator) ? f.operator : nextOps[0]! });
-          }}
-        />
-        <datalist id={`${id}-list`}>
-          {options.suggestions.map((s) => (
-            <option key={s.value} value={s.value}>
-              {s.label}
-            </option>
-          ))}
-        </datalist>
+            <input
+              id={fid}
+              list={`${id}-list`}
+              value={f.field}
+              placeholder="data.plan"
+              onChange={(e) => {
+                const field = e.target.value;
+                const nextOps = operatorsFor(field);
+                onChange({ ...f, field, operator: nextOps.includes(f.operator) ? f.operator : nextOps[0]! });
+              }}
+            />
+            <datalist id={`${id}-list`}>
+              {options.suggestions.map((s) => (
+                <option key={s.value} value={s.value}>
+                  {s.label}
+                </option>
+              ))}
+            </datalist>
           </>
         )}
       </Field>
       <Field label="Operator">
         {(oid) => (
-        <select id={oid} value={f.operator} onChange={(e) => {
-          const operator = e.target.value;
-          const next: Filter = { field: f.field, operator };
-          if (!VALUELESS.has(operator)) next.value = f.value;
-          if (TIMED.has(operator)) next.unit = f.unit ?? "days";
-          onChange(next);
-        }}>
-          {ops.map((o) => (
-            <option key={o} value={o}>
-              {LABELS[o] ?? o}
-            </option>
-          ))}
-        </select>
+          <select
+            id={oid}
+            value={f.operator}
+            onChange={(e) => {
+              const operator = e.target.value;
+              const next: Filter = { field: f.field, operator };
+              if (!VALUELESS.has(operator)) next.value = f.value;
+              if (TIMED.has(operator)) next.unit = f.unit ?? "days";
+              onChange(next);
+            }}
+          >
+            {ops.map((o) => (
+              <option key={o} value={o}>
+                {LABELS[o] ?? o}
+              </option>
+            ))}
+          </select>
         )}
       </Field>
       {!VALUELESS.has(f.operator) && (
         <Field label="Value">
-          {(vid) => f.field === "subscribed" ? (
-            <select id={vid} value={raw || "true"} onChange={(e) => onChange({ ...f, value: e.target.value === "true" })}>
-              <option value="true">true</option>
-              <option value="false">false</option>
-            </select>
-          ) : (
-            <input id={vid} value={raw} type={TIMED.has(f.operator) ? "number" : "text"} onChange={(e) => onChange({ ...f, value: coerce(f.field, f.operator, e.target.value, options.numeric) })} />
-          )}
+          {(vid) =>
+            f.field === "subscribed" ? (
+              <select id={vid} value={raw || "true"} onChange={(e) => onChange({ ...f, value: e.target.value === "true" })}>
+                <option value="true">true</option>
+                <option value="false">false</option>
+              </select>
+            ) : (
+              <input id={vid} value={raw} type={TIMED.has(f.operator) ? "number" : "text"} onChange={(e) => onChange({ ...f, value: coerce(f.field, f.operator, e.target.value, options.numeric) })} />
+            )
+          }
         </Field>
       )}
       {TIMED.has(f.operator) && (
         <Field label="Unit">
           {(uid) => (
-          <select id={uid} value={f.unit ?? "days"} onChange={(e) => onChange({ ...f, unit: e.target.value })}>
-            {UNITS.map((u) => (
-              <option key={u}>{u}</option>
-            ))}
-          </select>
+            <select id={uid} value={f.unit ?? "days"} onChange={(e) => onChange({ ...f, unit: e.target.value })}>
+              {UNITS.map((u) => (
+                <option key={u}>{u}</option>
+              ))}
+            </select>
           )}
         </Field>
       )}

@@ -173,6 +173,7 @@ export function ContactsPage() {
         <Empty>No contacts{query ? ` matching "${query}"` : ""}. Add one, import a CSV, or track an event with the API.</Empty>
       ) : (
         <Table
+          caption="Contacts"
           head={[
             <input
               type="checkbox"
