@@ -62,6 +62,8 @@ interface Step {
   why: string;
   href: string;
   link: string;
+  /** A second place that helps (the API keys for a first send). */
+  also?: { href: string; link: string };
 }
 
 /** Domain, first email, first contact, first campaign: each done or a link to the page that does it. */
@@ -92,6 +94,7 @@ export function Checklist({ state }: { state: SetupState }) {
       why: "Write a template, then send it from your app with the secret key (in Settings) or send a campaign test.",
       href: "/templates",
       link: "Go to Templates",
+      also: { href: "/settings", link: "API keys" },
     },
     {
       key: "campaign",
@@ -118,7 +121,12 @@ export function Checklist({ state }: { state: SetupState }) {
               <strong>{s.title}</strong>
               {s.done ? <span className="sr-only"> (done)</span> : null}
               {!s.done && <div className="hint">{s.why}</div>}
-              {!s.done && <Link href={s.href}>{s.link}</Link>}
+              {!s.done && (
+                <div className="row">
+                  <Link href={s.href}>{s.link}</Link>
+                  {s.also && <Link href={s.also.href}>{s.also.link}</Link>}
+                </div>
+              )}
             </div>
           </li>
         ))}

@@ -345,7 +345,7 @@ function CampaignReport({ campaign, reload }: { campaign: Campaign; reload: () =
           <p className="hint">Delivery {s.deliveryRate ?? 0}% · open {s.openRate ?? 0}% · click {s.clickRate ?? 0}% · bounce {s.bounceRate ?? 0}% (of sent)</p>
           <section className="card" aria-labelledby="funnel-h">
             <h2 id="funnel-h">Funnel</h2>
-            <BarChart label="Campaign funnel" labels={["Sent", "Delivered", "Opened", "Clicked", "Bounced"]} values={[s.sentCount, s.deliveredCount, s.openedCount, s.clickedCount, s.bouncedCount]} />
+            {s.sentCount === 0 ? <Empty>Nothing sent yet: the funnel fills in as emails go out.</Empty> : <BarChart label="Campaign funnel" labels={["Sent", "Delivered", "Opened", "Clicked", "Bounced"]} values={[s.sentCount, s.deliveredCount, s.openedCount, s.clickedCount, s.bouncedCount]} />}
           </section>
         </>
       )}
