@@ -268,6 +268,49 @@ describe("the first hour", () => {
     expect(wf.transitions).toHaveLength(3);
   }, 45_000);
 
+  test("workflow editor: webhook (URL, method, headers, body) and update-contact (fields, subscription) steps through their forms", async () => {
+    await nav("Workflows").click();
+    await page.getByRole("button", { name: "New workflow" }).click();
+    const dialog = page.getByRole("dialog", { name: "New workflow" });
+    await dialog.getByLabel("Workflow name").fill("Sync");
+    await dialog.getByRole("button", { name: "Create workflow" }).click();
+    await page.getByRole("heading", { name: "Workflow: Sync" }).waitFor();
+
+    await page.getByLabel("Step type").selectOption({ label: "Call a webhook" });
+    await page.getByRole("button", { name: "Add step" }).click();
+    const editor = page.getByRole("form", { name: "Configure step" });
+    await editor.getByRole("heading", { name: "Call a webhook" }).waitFor();
+    await editor.getByLabel("URL").fill("https://crm.example.com/people");
+    await editor.getByLabel("Method").selectOption("PUT");
+    await editor.getByRole("button", { name: "Add header" }).click();
+    await editor.getByLabel("Header", { exact: true }).fill("X-Token");
+    await editor.getByLabel("Header value").fill("abc");
+    await editor.getByLabel("Body").fill('{"email": "{{email}}", "source": "mailsvc"}');
+    await editor.getByRole("button", { name: "Save step" }).click();
+    await editor.getByText("Step saved.").waitFor();
+
+    await page.getByLabel("Step type").selectOption({ label: "Update the contact" });
+    await page.getByRole("button", { name: "Add step" }).click();
+    await editor.getByRole("heading", { name: "Update the contact" }).waitFor();
+    for (const [i, [k, v]] of [["plan", "pro"], ["score", "1.5"]].entries()) {
+      await editor.getByRole("button", { name: "Add field" }).click();
+      const row = editor.getByRole("group", { name: `Contact fields to set ${i + 1}` });
+      await row.getByLabel("Field", { exact: true }).fill(k!);
+      await row.getByLabel("Value").fill(v!);
+    }
+    // A half-typed number stays as typed.
+    expect(await editor.getByRole("group", { name: "Contact fields to set 2" }).getByLabel("Value").inputValue()).toBe("1.5");
+    await editor.getByLabel("Subscription").selectOption({ label: "Unsubscribe" });
+    await editor.getByRole("button", { name: "Save step" }).click();
+    await editor.getByText("Step saved.").waitFor();
+
+    const wf = (await sessionApi("/workflows")).body.data.find((w: any) => w.name === "Sync");
+    const full = (await sessionApi(`/workflows/${wf.id}`)).body;
+    expect(full.steps.find((s: any) => s.type === "WEBHOOK").config).toEqual({ url: "https://crm.example.com/people", method: "PUT", headers: { "X-Token": "abc" }, body: { email: "{{email}}", source: "mailsvc" } });
+    expect(full.steps.find((s: any) => s.type === "UPDATE_CONTACT").config).toEqual({ updates: { plan: "pro", score: 1.5 }, subscriptionAction: "unsubscribe" });
+    expect(full.transitions).toHaveLength(1);
+  }, 45_000);
+
   test("webhooks: Send test shows the delivery's real outcome (the status code, then a success)", async () => {
     await nav("Webhooks").click();
     await page.getByLabel("Endpoint URL").fill(`${hook.url}/hooks`);

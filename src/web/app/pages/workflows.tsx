@@ -330,19 +330,40 @@ function splitSeconds(sec: unknown): { amount: number | ""; unit: string } {
   return { amount: Math.round(sec / 60), unit: "minutes" };
 }
 
-/** Key/value rows (webhook headers, contact fields). */
-function Pairs({ label, pairs, onChange, keyLabel, valueLabel, addLabel }: { label: string; pairs: [string, string][]; onChange: (p: [string, string][]) => void; keyLabel: string; valueLabel: string; addLabel: string }) {
+/**
+ * Key/value rows (webhook headers, contact fields) over an object: the rows are kept as typed (a half-typed
+ * "1." or an empty new row stays on screen) and the object, without empty names, goes up on every change.
+ */
+function Pairs({ label, value, onChange, parse, keyLabel, valueLabel, addLabel }: { label: string; value: unknown; onChange: (o: Record<string, unknown> | undefined) => void; parse: (v: string) => unknown; keyLabel: string; valueLabel: string; addLabel: string }) {
+  const [rows, setRows] = useState<[string, string][]>(() => asPairs(value));
+  const sent = useRef(JSON.stringify(value ?? {}));
+  const incoming = JSON.stringify(value ?? {});
+  useEffect(() => {
+    // Changed elsewhere (the Advanced JSON): show the new object.
+    if (incoming !== sent.current) {
+      sent.current = incoming;
+      setRows(asPairs(value));
+    }
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [incoming]);
+  const update = (next: [string, string][]) => {
+    setRows(next);
+    const named = next.filter(([k]) => k.trim() !== "");
+    const obj = named.length ? Object.fromEntries(named.map(([k, v]) => [k.trim(), parse(v)])) : undefined;
+    sent.current = JSON.stringify(obj ?? {});
+    onChange(obj);
+  };
   return (
     <fieldset>
       <legend>{label}</legend>
-      {pairs.map(([k, v], i) => (
+      {rows.map(([k, v], i) => (
         <div className="row" key={i} role="group" aria-label={`${label} ${i + 1}`}>
-          <TextInput label={keyLabel} value={k} onChange={(x) => onChange(pairs.map((p, j) => (j === i ? [x, p[1]] : p)))} />
-          <TextInput label={valueLabel} value={v} onChange={(x) => onChange(pairs.map((p, j) => (j === i ? [p[0], x] : p)))} />
-          <button type="button" className="small" onClick={() => onChange(pairs.filter((_, j) => j !== i))} aria-label={`Remove ${keyLabel.toLowerCase()} ${k || i + 1}`}>Remove</button>
+          <TextInput label={keyLabel} value={k} onChange={(x) => update(rows.map((p, j) => (j === i ? [x, p[1]] : p)))} />
+          <TextInput label={valueLabel} value={v} onChange={(x) => update(rows.map((p, j) => (j === i ? [p[0], x] : p)))} />
+          <button type="button" className="small" onClick={() => update(rows.filter((_, j) => j !== i))} aria-label={`Remove ${keyLabel.toLowerCase()} ${k || i + 1}`}>Remove</button>
         </div>
       ))}
-      <button type="button" className="small" onClick={() => onChange([...pairs, ["", ""]])}>{addLabel}</button>
+      <button type="button" className="small" onClick={() => update([...rows, ["", ""]])}>{addLabel}</button>
     </fieldset>
   );
 }
@@ -362,6 +383,35 @@ function typed(v: string): unknown {
     } catch {}
   }
   return v;
+}
+
+const bodyText = (b: unknown) => (b === undefined ? "" : typeof b === "string" ? b : JSON.stringify(b, null, 2));
+
+/** A webhook body as typed: sent as JSON when it parses as a JSON object or array, else as text. */
+function BodyField({ value, onChange }: { value: unknown; onChange: (b: unknown) => void }) {
+  const [text, setText] = useState(() => bodyText(value));
+  const sent = useRef(JSON.stringify(value ?? null));
+  const incoming = JSON.stringify(value ?? null);
+  useEffect(() => {
+    if (incoming !== sent.current) {
+      sent.current = incoming;
+      setText(bodyText(value));
+    }
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [incoming]);
+  return (
+    <TextArea label="Body" mono rows={4} value={text} hint="JSON or text; {{email}} and the contact's data fields are filled in." onChange={(v) => {
+      setText(v);
+      let b: unknown = v.trim() === "" ? undefined : v;
+      if (/^\s*[[{]/.test(v)) {
+        try {
+          b = JSON.parse(v);
+        } catch {}
+      }
+      sent.current = JSON.stringify(b ?? null);
+      onChange(b);
+    }} />
+  );
 }
 
 /** The form of one step type: edits `config` (the API's step config) field by field. */
@@ -412,21 +462,20 @@ function StepConfigForm({ type, config, onChange, templates }: { type: string; c
       );
     }
     case "WEBHOOK": {
-      const body = config.body === undefined ? "" : typeof config.body === "string" ? config.body : JSON.stringify(config.body, null, 2);
       return (
         <>
           <TextInput label="URL" type="url" value={String(config.url ?? "")} onChange={(v) => set({ url: v })} placeholder="https://example.com/hook" />
           <Select label="Method" value={String(config.method ?? "POST")} onChange={(v) => set({ method: v })} options={["POST", "GET", "PUT", "PATCH", "DELETE"]} />
-          <Pairs label="Headers" keyLabel="Header" valueLabel="Header value" addLabel="Add header" pairs={asPairs(config.headers)} onChange={(p) => {
+          <Pairs label="Headers" keyLabel="Header" valueLabel="Header value" addLabel="Add header" value={config.headers} parse={(v) => v} onChange={(o) => {
             const next = { ...config };
-            if (p.length) next.headers = Object.fromEntries(p);
+            if (o) next.headers = o;
             else delete next.headers;
             onChange(next);
           }} />
-          <TextArea label="Body" mono rows={4} value={body} hint="JSON or text; {{email}} and the contact's data fields are filled in." onChange={(v) => {
+          <BodyField value={config.body} onChange={(b) => {
             const next = { ...config };
-            if (v.trim() === "") delete next.body;
-            else next.body = typed(v) ?? v;
+            if (b === undefined) delete next.body;
+            else next.body = b;
             onChange(next);
           }} />
         </>
@@ -435,7 +484,7 @@ function StepConfigForm({ type, config, onChange, templates }: { type: string; c
     case "UPDATE_CONTACT":
       return (
         <>
-          <Pairs label="Contact fields to set" keyLabel="Field" valueLabel="Value" addLabel="Add field" pairs={asPairs(config.updates)} onChange={(p) => set({ updates: Object.fromEntries(p.map(([k, v]) => [k, typed(v)])) })} />
+          <Pairs label="Contact fields to set" keyLabel="Field" valueLabel="Value" addLabel="Add field" value={config.updates} parse={typed} onChange={(o) => set({ updates: o ?? {} })} />
           <Select label="Subscription" value={String(config.subscriptionAction ?? "none")} onChange={(v) => set({ subscriptionAction: v })}
             options={[{ value: "none", label: "Leave as it is" }, { value: "subscribe", label: "Subscribe" }, { value: "unsubscribe", label: "Unsubscribe" }]} />
         </>
