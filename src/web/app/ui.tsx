@@ -67,7 +67,7 @@ export function ErrorBanner({ error }: { error: ApiError | null | undefined }) {
         <ul>
           {error.fieldErrors.map((f, i) => (
             <li key={i}>
-              <code>{f.field}</code>: {f.message}
+              <code>{f.field.replace(/^config\./, "")}</code>: {f.message}
             </li>
           ))}
         </ul>
