@@ -49,7 +49,12 @@ const STEP_LABELS: Record<string, string> = {
 export const stepLabel = (type: string) => STEP_LABELS[type] ?? type;
 const BRANCH_LABELS: Record<string, string> = { yes: "Yes", no: "No", event: "Event arrived", timeout: "Timed out" };
 const branchLabel = (b: string) => BRANCH_LABELS[b] ?? b;
-const stepTitle = (s: Step) => `${stepLabel(s.type)}${s.name ? `: ${s.name}` : ""}`;
+/** The name a person gave the step (not the server's default, "Delay", nor the type's words). */
+const customName = (s: Step): string | null => {
+  const serverDefault = s.type.charAt(0) + s.type.slice(1).toLowerCase().replace(/_/g, " ");
+  return s.name && s.name !== serverDefault && s.name !== stepLabel(s.type) ? s.name : null;
+};
+const stepTitle = (s: Step) => `${stepLabel(s.type)}${customName(s) ? `: ${customName(s)}` : ""}`;
 const triggerText = (w: Workflow) => (w.triggerType === "MANUAL" ? "Started by hand or the API" : w.triggerConfig?.eventName ? `When the event “${w.triggerConfig.eventName}” is tracked` : "On an event (no event name yet)");
 const DEFAULT_CONFIG: Record<string, Record<string, unknown>> = {
   SEND_EMAIL: { templateId: "" },
@@ -103,14 +108,16 @@ export function WorkflowsPage() {
 }
 
 function StepNode({ data }: NodeProps) {
-  const d = data as { step: Step; entry: boolean };
+  const d = data as { step: Step; entry: boolean; templateName?: string };
+  const name = customName(d.step);
+  const sum = summary(d.step, d.templateName);
   const branches = d.step.type === "CONDITION" ? ["yes", "no"] : d.step.type === "WAIT_FOR_EVENT" ? ["event", "timeout"] : null;
   return (
-    <div className={`flow-node${d.entry ? " entry" : ""}`} aria-label={`Step ${d.step.name || stepLabel(d.step.type)}`}>
+    <div className={`flow-node${d.entry ? " entry" : ""}`} aria-label={`Step ${name ?? stepLabel(d.step.type)}`}>
       <Handle type="target" position={Position.Top} />
       <div className="flow-type">{stepLabel(d.step.type)}{d.entry ? " · first" : ""}</div>
-      <div className="flow-name">{d.step.name || summary(d.step)}</div>
-      {d.step.name && ![d.step.name, stepLabel(d.step.type)].includes(summary(d.step)) && <div className="flow-summary">{summary(d.step)}</div>}
+      <div className="flow-name">{name ?? sum}</div>
+      {name && sum !== name && sum !== stepLabel(d.step.type) && <div className="flow-summary">{sum}</div>}
       {d.step.type !== "EXIT" &&
         (branches ? (
           branches.map((b, i) => <Handle key={b} id={b} type="source" position={Position.Bottom} style={{ left: `${30 + i * 40}%` }} title={branchLabel(b)} />)
@@ -122,9 +129,11 @@ function StepNode({ data }: NodeProps) {
 }
 const nodeTypes = { step: StepNode };
 
-function summary(s: Step): string {
+function summary(s: Step, templateName?: string): string {
   const c = s.config ?? {};
   switch (s.type) {
+    case "SEND_EMAIL": return c.templateId ? `“${templateName ?? "a template"}”` : "no template chosen yet";
+    case "EXIT": return c.reason ? String(c.reason) : "end";
     case "DELAY": return `${c.amount} ${c.unit}`;
     case "WAIT_FOR_EVENT": return `until “${c.eventName}”`;
     case "WEBHOOK": return `${c.method ?? "POST"} ${c.url ?? ""}`;
@@ -164,10 +173,10 @@ function WorkflowEditor({ wf, reload }: { wf: Workflow; reload: () => void }) {
         id: s.id,
         type: "step",
         position: s.position && typeof s.position.x === "number" ? { x: s.position.x, y: s.position.y } : { x: 80, y: 40 + i * 110 },
-        data: { step: s, entry: s.id === wf.entryStepId },
+        data: { step: s, entry: s.id === wf.entryStepId, templateName: templates.data?.find((t) => t.id === s.config?.templateId)?.name },
         selected: s.id === selected,
       })),
-    [steps, wf.entryStepId, selected],
+    [steps, wf.entryStepId, selected, templates.data],
   );
   const edges: Edge[] = useMemo(
     () => transitions.map((t) => ({ id: t.id, source: t.fromStepId, target: t.toStepId, sourceHandle: t.branch ?? undefined, label: t.branch ?? undefined, animated: wf.enabled })),
