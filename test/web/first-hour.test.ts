@@ -417,6 +417,19 @@ describe("the first hour", () => {
     }
   }, 90_000);
 
+  test("phone: log out from the menu; the login and sign-up pages fit the screen", async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.getByRole("button", { name: "Menu" }).click();
+    await page.getByRole("button", { name: "Log out" }).click();
+    await page.getByRole("heading", { name: "Log in" }).waitFor();
+    expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)).toBe(0);
+    await screenshot(page, "phone-login");
+    await page.getByRole("link", { name: "Sign up" }).click();
+    await page.getByRole("button", { name: "Sign up" }).waitFor();
+    expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)).toBe(0);
+    expect((await fetch(srv.url + "/auth/session", { headers: { cookie: (await context.cookies()).map((c) => `${c.name}=${c.value}`).join("; ") } }).then((r) => r.json())).user).toBeNull();
+  }, 30_000);
+
   test("the whole journey logged no console error and met no 5xx", () => {
     expect(consoleErrors).toEqual([]);
     expect(serverErrors).toEqual([]);
