@@ -2,7 +2,7 @@ import { useState } from "react";
 import { useLocation } from "wouter";
 import { api } from "../api";
 import { useProject, useSession, type Project } from "../session";
-import { Badge, CopyButton, ErrorBanner, Loading, Notice, Page, Select, TextInput, useAction, useAsync } from "../ui";
+import { Badge, CopyButton, ErrorBanner, Loading, Notice, Page, Select, Table, TextInput, useAction, useAsync } from "../ui";
 
 export function NewProjectPage({ first }: { first?: boolean }) {
   const s = useSession();
@@ -190,17 +190,7 @@ function Members({ projectId, myRole, myId }: { projectId: string; myRole?: stri
       {list.loading && !list.data ? (
         <Loading />
       ) : (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Email</th>
-              <th scope="col">Role</th>
-              <th scope="col">
-                <span className="sr-only">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
+        <Table head={["Email", "Role", <span className="sr-only">Actions</span>]}>
             {(list.data ?? []).map((m) => (
               <tr key={m.userId}>
                 <td>{m.email}</td>
@@ -239,8 +229,7 @@ function Members({ projectId, myRole, myId }: { projectId: string; myRole?: stri
                 </td>
               </tr>
             ))}
-          </tbody>
-        </table>
+        </Table>
       )}
       {canAdmin && (
         <form
