@@ -506,7 +506,8 @@ function StepConfigForm({ type, config, onChange, templates }: { type: string; c
 }
 
 function StepEditor({ wf, step, steps, transitions, reload, act }: { wf: Workflow; step: Step; steps: Step[]; transitions: Transition[]; reload: () => void; act: ReturnType<typeof useAction> }) {
-  const [name, setName] = useState(step.name ?? "");
+  // The server names an unnamed step after its type ("Delay"): the field starts empty then.
+  const [name, setName] = useState(customName(step) ?? "");
   const [config, setConfig] = useState<Record<string, any>>(step.config ?? {});
   // The JSON being typed under "Advanced" (null: shows the form's config).
   const [raw, setRaw] = useState<string | null>(null);
@@ -536,12 +537,12 @@ function StepEditor({ wf, step, steps, transitions, reload, act }: { wf: Workflo
   return (
     <form className="step-editor" aria-label="Configure step" onSubmit={(e) => { e.preventDefault(); void act.run(async () => {
       if (rawInvalid) throw new Error("The advanced configuration is not valid JSON");
-      await api(`/workflows/${wf.id}/steps/${step.id}`, { method: "PATCH", body: { name: name || undefined, config } });
+      await api(`/workflows/${wf.id}/steps/${step.id}`, { method: "PATCH", body: { name, config } });
       setSaved(true);
       reload();
     }); }}>
       <h3>{stepLabel(step.type)}</h3>
-      <TextInput label="Step name" value={name} onChange={(v) => { setName(v); setSaved(false); }} />
+      <TextInput label="Step name" value={name} placeholder={`${stepLabel(step.type)} (optional name)`} onChange={(v) => { setName(v); setSaved(false); }} />
       <StepConfigForm type={step.type} config={config} onChange={edit} templates={templates.data ?? []} />
       <Checkbox label="Advanced: edit the configuration as JSON" checked={advanced} onChange={setAdvanced} />
       {advanced && (
