@@ -69,6 +69,7 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   "POST /auth/signup": d("Auth", "none", "Create a user account and start a session (cookie `token`)", { status: 201 }),
   "POST /auth/login": d("Auth", "none", "Log in and start a session (cookie `token`)"),
   "GET /auth/logout": d("Auth", "none", "End the session"),
+  "GET /auth/session": d("Auth", "none", "The logged-in user, or `{ user: null }` without a valid session (never 401)"),
   "GET /auth/oauth-config": d("Auth", "none", "Configured OAuth providers"),
   "POST /auth/verify-email": d("Auth", "none", "Confirm an email address with the emailed token"),
   "POST /auth/request-verification": d("Auth", "session", "Send the verification email again"),

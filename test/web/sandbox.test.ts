@@ -117,9 +117,13 @@ describe("project settings", () => {
     await page.getByLabel("Project name").fill("Playground");
     await page.getByLabel("Sandbox: try everything without DNS").check();
     await page.getByRole("button", { name: "Create project" }).click();
+    // A new project opens on Overview; its settings say the sandbox is on.
+    await page.getByRole("heading", { name: "Overview" }).waitFor();
+    const list = await env.srv.api("/users/@me/projects", { cookie: env.acct.cookie });
+    const created = list.body.find((p: { name: string }) => p.name === "Playground");
+    await page.goto("/#/settings"); // the new project is the current one
     await page.getByRole("heading", { name: "Project settings" }).waitFor();
     await page.getByRole("region", { name: "Sandbox" }).getByText("The sandbox is on.").waitFor();
-    const list = await env.srv.api("/users/@me/projects", { cookie: env.acct.cookie });
-    expect(list.body.find((p: { name: string }) => p.name === "Playground").sandbox).toBe(true);
+    expect(created.sandbox).toBe(true);
   }, 30_000);
 });

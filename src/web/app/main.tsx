@@ -1,6 +1,6 @@
 import "@xyflow/react/dist/style.css";
 import "./styles.css";
-import { lazy, Suspense } from "react";
+import { lazy, Suspense, useEffect, useState } from "react";
 import { createRoot } from "react-dom/client";
 import { Link, Redirect, Route, Router, Switch, useLocation } from "wouter";
 import { useHashLocation } from "wouter/use-hash-location";
@@ -42,6 +42,9 @@ const NAV: [string, string][] = [
 function Shell() {
   const s = useSession();
   const [loc, navigate] = useLocation();
+  // On a phone the navigation is behind a menu button; it closes again when a page is chosen.
+  const [menuOpen, setMenuOpen] = useState(false);
+  useEffect(() => setMenuOpen(false), [loc]);
   if (s.user === undefined) return <Loading />;
   if (s.user === null) {
     return (
@@ -61,45 +64,52 @@ function Shell() {
       <a href="#main" className="skip">
         Skip to content
       </a>
-      <aside className="side">
-        <div className="brand">mailsvc</div>
-        <div className="field">
-          <label htmlFor="project-switch">Project</label>
-          <select
-            id="project-switch"
-            value={s.project.id}
-            onChange={(e) => {
-              if (e.target.value === "__new") navigate("/projects/new");
-              else {
-                s.selectProject(e.target.value);
-                navigate("/");
-              }
-            }}
-          >
-            {s.projects.map((p) => (
-              <option key={p.id} value={p.id}>
-                {p.name}
-              </option>
-            ))}
-            <option value="__new">+ New project…</option>
-          </select>
-        </div>
-        <nav aria-label="Main">
-          <ul>
-            {NAV.map(([href, label]) => (
-              <li key={href}>
-                <Link href={href} aria-current={active(href) ? "page" : undefined}>
-                  {label}
-                </Link>
-              </li>
-            ))}
-          </ul>
-        </nav>
-        <div className="me">
-          <span title={s.user.email}>{s.user.email}</span>
-          <button type="button" className="link" onClick={() => s.logout().then(() => navigate("/"))}>
-            Log out
+      <aside className={`side${menuOpen ? " open" : ""}`}>
+        <div className="side-top">
+          <div className="brand">mailsvc</div>
+          <button type="button" className="menu-button" aria-expanded={menuOpen} aria-controls="side-menu" onClick={() => setMenuOpen(!menuOpen)}>
+            {menuOpen ? "Close" : "Menu"}
           </button>
+        </div>
+        <div className="side-menu" id="side-menu">
+          <div className="field">
+            <label htmlFor="project-switch">Project</label>
+            <select
+              id="project-switch"
+              value={s.project.id}
+              onChange={(e) => {
+                if (e.target.value === "__new") navigate("/projects/new");
+                else {
+                  s.selectProject(e.target.value);
+                  navigate("/");
+                }
+              }}
+            >
+              {s.projects.map((p) => (
+                <option key={p.id} value={p.id}>
+                  {p.name}
+                </option>
+              ))}
+              <option value="__new">+ New project…</option>
+            </select>
+          </div>
+          <nav aria-label="Main">
+            <ul>
+              {NAV.map(([href, label]) => (
+                <li key={href}>
+                  <Link href={href} aria-current={active(href) ? "page" : undefined}>
+                    {label}
+                  </Link>
+                </li>
+              ))}
+            </ul>
+          </nav>
+          <div className="me">
+            <span title={s.user.email}>{s.user.email}</span>
+            <button type="button" className="link" onClick={() => s.logout().then(() => navigate("/"))}>
+              Log out
+            </button>
+          </div>
         </div>
       </aside>
       <main id="main" tabIndex={-1}>

@@ -2,7 +2,7 @@ import { useState } from "react";
 import { useLocation } from "wouter";
 import { api } from "../api";
 import { useProject, useSession, type Project } from "../session";
-import { Badge, Checkbox, CopyButton, ErrorBanner, Loading, Notice, Page, Select, TextInput, useAction, useAsync } from "../ui";
+import { Badge, Checkbox, CopyButton, ErrorBanner, Loading, Notice, Page, Select, Table, TextInput, useAction, useAsync } from "../ui";
 
 export function NewProjectPage({ first }: { first?: boolean }) {
   const s = useSession();
@@ -19,7 +19,8 @@ export function NewProjectPage({ first }: { first?: boolean }) {
           const p = await api<Project>("/users/@me/projects", { body: { name, sandbox }, noProject: true });
           await s.reload();
           s.selectProject(p.id);
-          navigate("/settings");
+          // A new project opens on Overview: its getting-started checklist is the next step.
+          navigate("/");
         });
       }}
     >
@@ -248,17 +249,7 @@ function Members({ projectId, myRole, myId }: { projectId: string; myRole?: stri
       {list.loading && !list.data ? (
         <Loading />
       ) : (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Email</th>
-              <th scope="col">Role</th>
-              <th scope="col">
-                <span className="sr-only">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
+        <Table head={["Email", "Role", <span className="sr-only">Actions</span>]}>
             {(list.data ?? []).map((m) => (
               <tr key={m.userId}>
                 <td>{m.email}</td>
@@ -297,8 +288,7 @@ function Members({ projectId, myRole, myId }: { projectId: string; myRole?: stri
                 </td>
               </tr>
             ))}
-          </tbody>
-        </table>
+        </Table>
       )}
       {canAdmin && (
         <form
