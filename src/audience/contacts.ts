@@ -22,6 +22,8 @@ export function viewContact(row: ContactRow) {
     id: row.id,
     email: row.email,
     subscribed: row.subscribed === 1,
+    /** Double opt-in: subscribed through the public key, waiting for the confirmation link. */
+    pendingConfirmation: row.subscribed !== 1 && row.pending_confirmation === 1,
     data: parseData(row.data),
     createdAt: iso(row.created_at)!,
     updatedAt: iso(row.updated_at)!,
@@ -96,6 +98,8 @@ export function newContactRow(projectId: string, email: string, plan: UpsertPlan
     data: JSON.stringify(plan.stored),
     created_at: now,
     updated_at: now,
+    pending_confirmation: 0,
+    confirmation_sent_at: null,
   };
 }
 

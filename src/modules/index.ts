@@ -6,6 +6,7 @@ import { analyticsModule } from "./analytics";
 import { contactsModule } from "./contacts";
 import { domainsModule } from "./domains";
 import { emailsModule } from "./emails";
+import { suppressionsModule } from "./suppressions";
 import { eventsModule } from "./events";
 import { metricsModule } from "./metrics";
 import type { ModuleDef } from "./module";
@@ -40,6 +41,7 @@ export const MODULES: ModuleDef[] = [
   campaignsModule,
   feedbackModule,
   emailsModule,
+  suppressionsModule,
   activityModule,
   analyticsModule,
   metricsModule,

@@ -130,7 +130,7 @@ export async function applyComplaint(ctx: AppContext, r: ComplaintReport): Promi
       .set({ status: "COMPLAINED", complained_at: now, updated_at: now })
       .where("id", "=", e.id)
       .execute();
-    await suppress(trx, { projectId: e.project_id, email: e.to_email, reason: "complaint", detail: [r.feedbackType, r.userAgent].filter(Boolean).join(" from ") || null, emailId: e.id, now });
+    await suppress(trx, { projectId: e.project_id, email: e.to_email, reason: "COMPLAINT", source: "EMAIL", detail: [r.feedbackType, r.userAgent].filter(Boolean).join(" from ") || null, emailId: e.id, now });
     if (e.contact_id) {
       pending.push(
         await recordEvent(trx, ctx, {

@@ -44,6 +44,9 @@ export async function createProject(ctx: AppContext, ownerId: string, name: stri
     disabled: 0,
     disabled_reason: null,
     tracking: "MARKETING_ONLY", // decisions.md: new projects track marketing mail only; existing ones keep their mode
+    double_opt_in: 0,
+    double_opt_in_template_id: null,
+    double_opt_in_redirect_url: null,
     created_at: now,
     updated_at: now,
   };
