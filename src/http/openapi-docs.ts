@@ -203,6 +203,7 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   // Tracking pages (reached from emails; the token is signed)
   "GET /t/o/:token": d("Tracking", "token", "Open-tracking pixel", { produces: "image/gif" }),
   "GET /t/c/:token": d("Tracking", "token", "Click tracking redirect", { status: 302, produces: "text/plain" }),
+  "GET /confirm/:token": d("Tracking", "token", "Double opt-in confirmation link: subscribes the contact once (303 to the project's redirectUrl, or a page); 404 not valid, 410 used or expired", { produces: "text/html" }),
   "GET /unsubscribe/:token": d("Tracking", "token", "Unsubscribe page", { produces: "text/html" }),
   "POST /unsubscribe/:token": d("Tracking", "token", "Unsubscribe (also one-click List-Unsubscribe-Post)", { produces: "text/html" }),
   "GET /subscribe/:token": d("Tracking", "token", "Subscribe page", { produces: "text/html" }),

@@ -7,6 +7,7 @@ import { contactsModule } from "./contacts";
 import { domainsModule } from "./domains";
 import { emailsModule } from "./emails";
 import { suppressionsModule } from "./suppressions";
+import { doubleOptInModule } from "./double-opt-in";
 import { eventsModule } from "./events";
 import { metricsModule } from "./metrics";
 import type { ModuleDef } from "./module";
@@ -42,6 +43,7 @@ export const MODULES: ModuleDef[] = [
   feedbackModule,
   emailsModule,
   suppressionsModule,
+  doubleOptInModule,
   activityModule,
   analyticsModule,
   metricsModule,

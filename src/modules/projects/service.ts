@@ -5,6 +5,7 @@ import type { AppContext } from "../../context";
 import { AppError, badRequest, conflict, forbidden, invalidState, notFound } from "../../http/errors";
 import { generateKey } from "../../http/keys";
 import { newWebhookSecret } from "../../webhooks/sign";
+import { doubleOptInPatch, forgetDoubleOptIn, viewDoubleOptIn, type DoubleOptIn } from "../double-opt-in/service";
 import { wipeProjectRows } from "./reset-store";
 
 export type Role = "OWNER" | "ADMIN" | "MEMBER";
@@ -27,6 +28,7 @@ export function viewProject(p: ProjectRow, role?: string) {
     disabled: !!p.disabled,
     disabledReason: p.disabled_reason,
     tracking: p.tracking,
+    doubleOptIn: viewDoubleOptIn(p),
     createdAt: iso(p.created_at),
     updatedAt: iso(p.updated_at),
     ...(role ? { role } : {}),
@@ -92,15 +94,17 @@ export function requireRole(role: string, allowed: Role[], action: string) {
   if (!allowed.includes(role as Role)) throw forbidden(`Your role (${role}) cannot ${action}`);
 }
 
-export async function updateProject(ctx: AppContext, projectId: string, patch: { name?: string; tracking?: TrackingMode }) {
+export async function updateProject(ctx: AppContext, projectId: string, patch: { name?: string; tracking?: TrackingMode; doubleOptIn?: Partial<DoubleOptIn> }) {
   const now = ctx.clock.now();
+  const doi = patch.doubleOptIn ? await doubleOptInPatch(ctx, projectId, patch.doubleOptIn) : {};
   const row = await ctx.db
     .updateTable("projects")
-    .set({ ...(patch.name !== undefined ? { name: patch.name } : {}), ...(patch.tracking ? { tracking: patch.tracking } : {}), updated_at: now })
+    .set({ ...(patch.name !== undefined ? { name: patch.name } : {}), ...(patch.tracking ? { tracking: patch.tracking } : {}), ...doi, updated_at: now })
     .where("id", "=", projectId)
     .returningAll()
     .executeTakeFirstOrThrow();
   ctx.keys.invalidate(projectId);
+  forgetDoubleOptIn(ctx, projectId);
   return row;
 }
 
