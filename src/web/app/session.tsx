@@ -17,6 +17,7 @@ export interface Project {
   disabled: boolean;
   disabledReason: string | null;
   tracking: "MARKETING_ONLY" | "ENABLED" | "DISABLED";
+  doubleOptIn?: { enabled: boolean; templateId: string | null; redirectUrl: string | null };
   role?: "OWNER" | "ADMIN" | "MEMBER";
   createdAt: string;
   updatedAt: string;

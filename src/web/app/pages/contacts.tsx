@@ -7,6 +7,7 @@ export interface Contact {
   id: string;
   email: string;
   subscribed: boolean;
+  pendingConfirmation?: boolean;
   data: Record<string, unknown>;
   createdAt: string;
   updatedAt: string;
@@ -208,7 +209,7 @@ export function ContactsPage() {
                 <td>
                   <Link href={`/contacts/${c.id}`}>{c.email}</Link>
                 </td>
-                <td>{c.subscribed ? <Badge tone="ok">yes</Badge> : <Badge tone="muted">no</Badge>}</td>
+                <td>{c.subscribed ? <Badge tone="ok">yes</Badge> : c.pendingConfirmation ? <Badge tone="pending">pending confirmation</Badge> : <Badge tone="muted">no</Badge>}</td>
                 <td className="clip">{Object.entries(c.data ?? {}).map(([k, v]) => `${k}: ${typeof v === "object" ? JSON.stringify(v) : String(v)}`).join(", ")}</td>
                 <td>{fmtDate(c.createdAt)}</td>
               </tr>

@@ -12,7 +12,7 @@ interface Endpoint {
   createdAt: string;
 }
 
-const EVENTS = ["email.sent", "email.delivery", "email.deferred", "email.failed", "email.bounce", "email.complaint", "email.open", "email.click", "email.suppressed", "email.received", "contact.subscribed", "contact.unsubscribed"];
+const EVENTS = ["email.sent", "email.delivery", "email.deferred", "email.failed", "email.bounce", "email.complaint", "email.open", "email.click", "email.suppressed", "email.received", "contact.subscribed", "contact.unsubscribed", "contact.confirmed", "suppression.created", "suppression.deleted"];
 
 export function WebhooksPage() {
   const list = useAsync(() => api<any>("/webhook-endpoints").then(listOf<Endpoint>), []);
