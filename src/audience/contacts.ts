@@ -140,7 +140,7 @@ export async function upsertContact(db: Db, ctx: AppContext, input: UpsertInput)
     contact = updatedContactRow(existing, plan, now);
     await db
       .updateTable("contacts")
-      .set({ subscribed: contact.subscribed, data: contact.data, updated_at: now })
+      .set({ subscribed: contact.subscribed, ...(contact.subscribed === 1 ? { pending_confirmation: 0 } : {}), data: contact.data, updated_at: now })
       .where("id", "=", existing.id)
       .execute();
   } else {
@@ -183,7 +183,8 @@ export async function setSubscribed(db: Db, ctx: AppContext, input: SetSubscribe
   if (!flip) return { contact: row, changed: false, events: [] };
   const now = ctx.clock.now();
   const subscribed = input.subscribed ? 1 : 0;
-  await db.updateTable("contacts").set({ subscribed, updated_at: now }).where("id", "=", row.id).execute();
+  // A subscribe by any path ends a pending double opt-in (pendingConfirmation).
+  await db.updateTable("contacts").set({ subscribed, ...(subscribed === 1 ? { pending_confirmation: 0 } : {}), updated_at: now }).where("id", "=", row.id).execute();
   const data = { source: input.source ?? "api" };
   const eventId = await recordEvent(db, ctx, {
     projectId: input.projectId,

@@ -16,7 +16,8 @@ const SELECT_BY_EMAIL_WITH_MEMBERSHIPS =
   "SELECT id, project_id, email, subscribed, data, created_at, updated_at, (SELECT group_concat(m.segment_id, ' ') FROM segment_members m WHERE m.contact_id = contacts.id) AS memberships FROM contacts WHERE project_id = ? AND email = ?";
 const INSERT_CONTACT =
   "INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)";
-const UPDATE_CONTACT = "UPDATE contacts SET subscribed = ?, data = ?, updated_at = ? WHERE id = ?";
+// pending_confirmation * (1 - subscribed): a subscribe ends a pending double opt-in.
+const UPDATE_CONTACT = "UPDATE contacts SET subscribed = ?, data = ?, updated_at = ?, pending_confirmation = pending_confirmation * (1 - ?) WHERE id = ?";
 const INSERT_EVENT =
   "INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)";
 
@@ -62,7 +63,7 @@ export function upsertContactRaw(sqlite: Database, now: number, input: UpsertInp
       .run(contact.id, contact.project_id, email, contact.subscribed, contact.data, now, now);
   } else if (plan.write) {
     contact = updatedContactRow(existing, plan, now);
-    sqlite.query(UPDATE_CONTACT).run(contact.subscribed, contact.data, now, contact.id);
+    sqlite.query(UPDATE_CONTACT).run(contact.subscribed, contact.data, now, contact.subscribed, contact.id);
   } else {
     contact = existing;
   }

@@ -130,6 +130,18 @@ describe("double opt-in", () => {
     expect(await contactOf(b)).toMatchObject({ subscribed: false, pendingConfirmation: false });
     expect(await emailsTo(a)).toHaveLength(0);
     expect(await emailsTo(b)).toHaveLength(0);
+    // A pending contact subscribed with the secret key (track or PATCH) is no longer pending, also after a later unsubscribe.
+    for (const [i, viaPatch] of [[0, false], [1, true]] as const) {
+      const c = `pending${i}@${RCPT}`;
+      expect((await track(c, { subscribed: true })).status).toBe(200);
+      const held = await contactOf(c);
+      expect(held).toMatchObject({ subscribed: false, pendingConfirmation: true });
+      if (viaPatch) expect((await env.srv.api(`/contacts/${held.id}`, { key, method: "PATCH", body: { subscribed: true } })).status).toBe(200);
+      else expect((await track(c, { subscribed: true }, key)).status).toBe(200);
+      expect(await contactOf(c)).toMatchObject({ subscribed: true, pendingConfirmation: false });
+      expect((await env.srv.api(`/contacts/${held.id}`, { key, method: "PATCH", body: { subscribed: false } })).status).toBe(200);
+      expect(await contactOf(c)).toMatchObject({ subscribed: false, pendingConfirmation: false });
+    }
   });
 
   test("redirectUrl: the link answers 303 to it; the plain default email when templateId is null", async () => {
