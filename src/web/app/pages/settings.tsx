@@ -106,8 +106,6 @@ export function SettingsPage() {
         </form>
       </section>
 
-      <DoubleOptInSettings canAdmin={canAdmin} />
-
       <section className="card" aria-labelledby="keys-h">
         <h2 id="keys-h">API keys</h2>
         <p className="hint">
@@ -134,6 +132,8 @@ export function SettingsPage() {
       </section>
 
       <Members projectId={project.id} myRole={project.role} myId={s.user?.id} />
+
+      <DoubleOptInSettings canAdmin={canAdmin} />
 
       <section className="card" aria-labelledby="danger-h">
         <h2 id="danger-h">Danger zone</h2>
