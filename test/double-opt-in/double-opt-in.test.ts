@@ -165,6 +165,19 @@ describe("double opt-in", () => {
     expect(await contactOf(to)).toMatchObject({ subscribed: true, pendingConfirmation: false });
     expect(await emailsTo(to)).toHaveLength(0);
   });
+  test("over the monthly transactional cap: the contact is held, no confirmation email is queued", async () => {
+    expect((await patchProject({ doubleOptIn: { enabled: true, templateId, redirectUrl: null } })).status).toBe(200);
+    const billing = `/users/@me/projects/${env.acct.projectId}`;
+    const used = (await env.srv.api(`${billing}/billing-consumption`, { cookie: env.acct.cookie })).body.transactional.used;
+    expect(used).toBe(4); // the confirmation emails so far (ann, pending0, pending1, bob) count as transactional mail
+    expect((await env.srv.api(`${billing}/billing-limits`, { method: "PUT", cookie: env.acct.cookie, body: { transactional: used } })).status).toBe(200);
+    const to = `capped@${RCPT}`;
+    expect((await track(to, { subscribed: true })).status).toBe(200);
+    expect(await contactOf(to)).toMatchObject({ subscribed: false, pendingConfirmation: true });
+    expect(await emailsTo(to)).toHaveLength(0);
+    expect((await env.srv.api(`${billing}/billing-limits`, { method: "PUT", cookie: env.acct.cookie, body: { transactional: null } })).status).toBe(200);
+  });
+
   test("a tampered link is refused; an expired one too, with a page that says so, and the contact stays pending", async () => {
     expect((await patchProject({ doubleOptIn: { enabled: true, templateId, redirectUrl: null } })).status).toBe(200);
     const to = `late@${RCPT}`;

@@ -133,9 +133,19 @@ export async function requestConfirmation(ctx: AppContext, projectId: string, co
       }
       from = { email: `no-reply@${domain.domain}`, name: project.name, replyTo: null };
     }
+    const suppressed = (await suppressedAmong(trx, projectId, [contact.email])).size > 0;
+    if (!suppressed) {
+      // Counted as transactional mail: over the monthly cap, no email (the contact stays pending).
+      try {
+        await ctx.hooks.consumeQuota?.(trx as never, ctx, projectId, "transactional", 1);
+      } catch (e) {
+        if ((e as { status?: number })?.status !== 402) throw e;
+        ctx.log.warn("double opt-in: no confirmation email (the monthly transactional cap is reached)", { projectId, contactId });
+        return null;
+      }
+    }
     const confirmationId = Bun.randomUUIDv7(undefined, now);
     const confirmUrl = ctx.config.publicUrl + CONFIRM_PATH + confirmationToken(ctx, projectId, confirmationId);
-    const suppressed = (await suppressedAmong(trx, projectId, [contact.email])).size > 0;
     // TRANSACTIONAL whatever the template's type: the recipient is not subscribed (yet), and this
     // message is the one they asked for; no unsubscribe footer.
     const contentId = await insertContent(trx, now, {

@@ -66,7 +66,12 @@ export async function track(
   const batcher = trackBatcher(ctx);
   const run = async () => {
     const r = await batcher.track(input);
-    if (hold) await requestConfirmation(ctx, projectId, r.contactId);
+    if (hold) {
+      // The track is committed: a failure to queue the email is logged, the contact stays pending (a later subscribe retries).
+      await requestConfirmation(ctx, projectId, r.contactId).catch((e) =>
+        ctx.log.error("double opt-in: confirmation email not queued", { projectId, contactId: r.contactId, error: String((e as Error)?.stack ?? e) }),
+      );
+    }
     return r;
   };
   const r = idempotency.key === null ? await run() : await withIdempotency(ctx, projectId, idempotency.key, idempotency, run);
