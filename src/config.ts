@@ -2,7 +2,14 @@ import { hostname } from "node:os";
 
 /** The one typed configuration. Nothing else reads process.env. */
 export interface Config {
+  /** The SQLite file (the default engine). */
   db: string;
+  /** postgres://… : run on PostgreSQL instead of the SQLite file (docs/operations.md "PostgreSQL"). */
+  databaseUrl?: string;
+  /** Names this process in logs, /metrics and lease columns (default <hostname>-<pid>). */
+  instanceId: string;
+  /** How long a claim on background work lasts before another instance may take it over. */
+  leaseMs: number;
   host: string;
   port: number;
   publicUrl: string;
@@ -51,6 +58,10 @@ export interface Config {
   analyticsRollups: boolean;
   /** Sign DKIM RSA keys with the system's OpenSSL 3 (libcrypto.so.3) when it loads; off: Bun's WebCrypto. */
   dkimOpenssl: boolean;
+  /** Every project is a sandbox: mail is captured, never sent (a demo or staging server). */
+  sandbox: boolean;
+  /** Keep the message of every email as handed to SMTP (GET /emails/:id/raw); sandbox mail is always kept. */
+  keepRaw: boolean;
 }
 
 interface Option {
@@ -68,6 +79,10 @@ const int = (name: string) => (s: string) => {
   if (!Number.isInteger(n) || n < 0) throw new ConfigError(`${name} must be a non-negative integer, got "${s}"`);
   return n;
 };
+const databaseUrl = (s: string) => {
+  if (!/^postgres(ql)?:\/\//i.test(s.trim())) throw new ConfigError(`MAILSVC_DATABASE_URL must be a postgres:// URL, got "${s}"`);
+  return s.trim();
+};
 const list = (s: string) => s.split(",").map((x) => x.trim()).filter(Boolean);
 
 export class ConfigError extends Error {}
@@ -84,6 +99,9 @@ export function parseDuration(s: string): number {
 
 export const OPTIONS: Option[] = [
   { key: "db", env: "MAILSVC_DB", flag: "--db", help: "SQLite file (created with its folder)", parse: str },
+  { key: "databaseUrl", env: "MAILSVC_DATABASE_URL", flag: "--database-url", help: "postgres://user:pass@host:5432/db: run on PostgreSQL instead of the SQLite file", parse: databaseUrl },
+  { key: "instanceId", env: "MAILSVC_INSTANCE_ID", flag: "--instance-id", help: "this instance's name in logs, /metrics and leases (default <hostname>-<pid>)", parse: str },
+  { key: "leaseMs", env: "MAILSVC_LEASE", flag: "--lease", help: "how long a claim on background work lasts before another instance may take it over", parse: parseDuration },
   { key: "host", env: "MAILSVC_HOST", flag: "--host", help: "HTTP listen address", parse: str },
   { key: "port", env: "MAILSVC_PORT", flag: "--port", help: "HTTP port", parse: int("port") },
   { key: "publicUrl", env: "MAILSVC_PUBLIC_URL", flag: "--public-url", help: "base of tracking, unsubscribe and upload URLs", parse: (s) => s.replace(/\/+$/, "") },
@@ -112,6 +130,8 @@ export const OPTIONS: Option[] = [
   { key: "mtaStsPort", env: "MAILSVC_MTA_STS_PORT", flag: "--mta-sts-port", help: "HTTPS port of MTA-STS policy hosts", parse: int("mta-sts port") },
   { key: "dkimOpenssl", env: "MAILSVC_DKIM_OPENSSL", flag: "--dkim-openssl", help: "sign DKIM RSA keys with the system's OpenSSL 3 when present (default true; false: Bun's WebCrypto)", parse: bool },
   { key: "analyticsRollups", env: "MAILSVC_ANALYTICS_ROLLUPS", flag: "--analytics-rollups", help: "fold new events into the analytics rollups (off: aggregates stay exact but read the events; for benchmarks)", parse: bool },
+  { key: "sandbox", env: "MAILSVC_SANDBOX", flag: "--sandbox", help: "make every project a sandbox: mail is captured (GET /emails/:id/raw), never sent", parse: bool },
+  { key: "keepRaw", env: "MAILSVC_KEEP_RAW", flag: "--keep-raw", help: "keep every sent message as handed to SMTP for GET /emails/:id/raw (sandbox mail always is)", parse: bool },
   { key: "metricsToken", env: "MAILSVC_METRICS_TOKEN", flag: "--metrics-token", help: "bearer token required by /metrics", parse: str },
   { key: "campaignBatchSize", env: "MAILSVC_CAMPAIGN_BATCH_SIZE", flag: "--campaign-batch-size", help: "contacts written per campaign fan-out transaction", parse: int("campaign batch size") },
   { key: "sendRate", env: "MAILSVC_SEND_RATE", flag: "--send-rate", help: "outbound messages per second per project (default unlimited)", parse: int("send rate") },
@@ -127,6 +147,8 @@ export const DEFAULT_WEBHOOK_RETRY_SCHEDULE = "10s,1m,5m,30m,2h,6h,12h";
 function defaults(): Omit<Config, "publicUrl"> & { publicUrl?: string } {
   return {
     db: "./data/mailsvc.db",
+    instanceId: `${hostname() || "localhost"}-${process.pid}`,
+    leaseMs: 60_000,
     host: "0.0.0.0",
     port: 3000,
     hostname: hostname() || "localhost",
@@ -149,6 +171,8 @@ function defaults(): Omit<Config, "publicUrl"> & { publicUrl?: string } {
     mtaStsPort: 443,
     analyticsRollups: true,
     dkimOpenssl: true,
+    sandbox: false,
+    keepRaw: false,
   };
 }
 
@@ -169,6 +193,10 @@ export function loadConfig(
     if (raw !== undefined && raw !== "") cfg[opt.key] = opt.parse(raw);
   }
   Object.assign(cfg, overrides);
+  const dbGiven = flags["--db"] ?? env.MAILSVC_DB ?? overrides.db;
+  if (cfg.databaseUrl && dbGiven) {
+    throw new ConfigError("MAILSVC_DATABASE_URL (--database-url) and MAILSVC_DB (--db) are both set: choose one engine, PostgreSQL or the SQLite file");
+  }
   if (!cfg.publicUrl) cfg.publicUrl = `http://localhost:${cfg.port}`;
   return cfg as unknown as Config;
 }

@@ -5,10 +5,7 @@ import { existsSync } from "node:fs";
 import { isIP } from "node:net";
 import type { Resolver } from "node:dns/promises";
 import type { Config } from "./config";
-import { Database } from "bun:sqlite";
-import { Kysely } from "kysely";
-import type { DB } from "./db";
-import { BunSqliteDialect } from "./db/bun-sqlite-dialect";
+import { openReadOnly } from "./db";
 import { configWarnings, isQualifiedHostname } from "./mail/deliverability";
 import { createResolver, isNotFound, resolveMxSorted, resolveTxtJoined } from "./mail/dns";
 import { parseRelayUrl } from "./mail/pool";
@@ -182,10 +179,9 @@ const FIXES: Record<string, (rec: DnsRecord) => string> = {
 };
 
 async function checkDomains(config: Config): Promise<Check[]> {
-  if (!existsSync(config.db)) return [{ name: "sender domains", status: "warn", detail: `no database at ${config.db} yet`, fix: "Start the server and add a domain (POST /domains)." }];
-  // Read-only: the server may be running on the same file (no checkpoint, no writes from here).
-  const sqlite = new Database(config.db, { readonly: true });
-  const db = new Kysely<DB>({ dialect: new BunSqliteDialect(sqlite) });
+  const opened = openReadOnly(config);
+  if (!opened) return [{ name: "sender domains", status: "warn", detail: `no database at ${config.db} yet`, fix: "Start the server and add a domain (POST /domains)." }];
+  const { db } = opened;
   try {
     const tables = await db.introspection.getTables();
     if (!tables.some((t) => t.name === "domains")) return [{ name: "sender domains", status: "warn", detail: "the database is not migrated yet", fix: "Run mailsvc migrate or mailsvc serve." }];
@@ -206,8 +202,10 @@ async function checkDomains(config: Config): Promise<Check[]> {
       }
     }
     return checks;
+  } catch (e) {
+    return [{ name: "database", status: "fail", detail: String((e as Error).message ?? e), fix: "Check MAILSVC_DATABASE_URL (or MAILSVC_DB) and that the database answers." }];
   } finally {
-    sqlite.close();
+    await opened.close();
   }
 }
 

@@ -1,10 +1,12 @@
 import { Database, type SQLQueryBindings, type Statement } from "bun:sqlite";
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { Kysely } from "kysely";
 import { BunSqliteDialect } from "./bun-sqlite-dialect";
 import { startCheckpointer } from "./checkpointer";
+import { openPostgres } from "./postgres";
 import type { DB } from "./schema";
+import type pg from "pg";
 
 export type { DB } from "./schema";
 
@@ -45,11 +47,39 @@ class StatementCachingDatabase extends Database {
  * which holds the same lock Kysely transactions hold: a raw statement must never land
  * inside somebody else's open transaction.
  */
+export type Engine = "sqlite" | "postgres";
+
 export interface Store {
+  engine: Engine;
+  /** SQLite only: the raw handle (reading it on PostgreSQL throws). */
   sqlite: Database;
+  /** PostgreSQL only: the pool under Kysely. */
+  pg?: pg.Pool;
   db: Kysely<DB>;
+  /** SQLite: folds the WAL into the file (PASSIVE, never blocks); nothing on PostgreSQL. */
+  checkpoint(): void;
+  /** SQLite only: runs raw statements under the connection's lock. */
   exclusive<T>(fn: (sqlite: Database) => T): Promise<T>;
-  close(): void;
+  close(): Promise<void>;
+}
+
+/** The configured engine: PostgreSQL when a URL is set, else the SQLite file. */
+export function openDatabase(config: { db: string; databaseUrl?: string; instanceId?: string }): Store {
+  if (!config.databaseUrl) return openStore(config.db);
+  const h = openPostgres(config.databaseUrl, { applicationName: `mailsvc ${config.instanceId ?? ""}`.trim() });
+  return {
+    engine: "postgres",
+    get sqlite(): Database {
+      throw new Error("the raw SQLite handle was asked for on PostgreSQL (a store lacks its PostgreSQL sibling)");
+    },
+    pg: h.pool,
+    db: h.db,
+    exclusive() {
+      return Promise.reject(new Error("Store.exclusive is SQLite-only (a store lacks its PostgreSQL sibling)"));
+    },
+    checkpoint() {},
+    close: () => h.close(),
+  };
 }
 
 export function openStore(path: string): Store {
@@ -71,8 +101,12 @@ export function openStore(path: string): Store {
   const db = new Kysely<DB>({ dialect });
   let closed = false;
   return {
+    engine: "sqlite",
     sqlite,
     db,
+    checkpoint() {
+      sqlite.exec("PRAGMA wal_checkpoint(PASSIVE)");
+    },
     async exclusive(fn) {
       await dialect.mutex.lock();
       try {
@@ -81,7 +115,7 @@ export function openStore(path: string): Store {
         dialect.mutex.unlock();
       }
     },
-    close() {
+    async close() {
       if (closed) return;
       closed = true;
       checkpointer?.stop();
@@ -91,4 +125,25 @@ export function openStore(path: string): Store {
       sqlite.close();
     },
   };
+}
+
+/** A consistent copy of a SQLite file at `out` (VACUUM INTO reads one snapshot: safe while a server writes). */
+export function backupSqlite(path: string, out: string): void {
+  const store = openStore(path);
+  try {
+    store.sqlite.query("VACUUM INTO ?").run(out);
+  } finally {
+    store.sqlite.close();
+  }
+}
+
+/** The configured database for reading beside a running server (doctor): read-only on SQLite; null when the file does not exist yet. */
+export function openReadOnly(config: { db: string; databaseUrl?: string }): { db: Kysely<DB>; close(): Promise<void> } | null {
+  if (config.databaseUrl) {
+    const h = openPostgres(config.databaseUrl, { max: 1, applicationName: "mailsvc doctor" });
+    return { db: h.db, close: () => h.close() };
+  }
+  if (!existsSync(config.db)) return null;
+  const sqlite = new Database(config.db, { readonly: true });
+  return { db: new Kysely<DB>({ dialect: new BunSqliteDialect(sqlite) }), close: async () => sqlite.close() };
 }

@@ -58,6 +58,7 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   // System
   "GET /config": d("System", "none", "Service version and enabled features"),
   "GET /health": d("System", "none", "Liveness and database check"),
+  "GET /ready": d("System", "none", "Readiness for load balancers: 200 while the database answers and its migrations are this binary's (503 otherwise), with the instance id and engine"),
   "GET /metrics": d("System", "metrics", "Prometheus metrics", { produces: "text/plain" }),
   "GET /v1/key": d("System", "track", "Which project and key type the bearer key belongs to"),
   "GET /openapi.json": d("System", "none", "This OpenAPI 3.1 document"),
@@ -188,6 +189,10 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   // Emails and activity
   "GET /emails": d("Emails", "secret", "The per-message log (cursor list; contactId, campaignId, status, to filters)"),
   "GET /emails/:id": d("Emails", "secret", "One message: status, attempts, last reply, timestamps"),
+  "GET /emails/:id/raw": d("Emails", "secret", "The exact message as handed to SMTP (message/rfc822), while the project keeps it: sandbox mail always, other mail only with MAILSVC_KEEP_RAW; 404 when not kept", {
+    produces: "message/rfc822",
+  }),
+  "GET /emails/:id/message": d("Emails", "secret", "A kept message read back (headers, HTML, text, attachments, DKIM result against the domain's key) for the dashboard's email view; 404 when not kept"),
   "GET /suppressions": d("Suppressions", "secret", "The suppression list (cursor list, newest first; reason and email substring filters)"),
   "POST /suppressions": d("Suppressions", "secret", "Suppress an address by hand (reason MANUAL); 409 CONFLICT when it is already on the list", { status: 201 }),
   "POST /suppressions/import": d("Suppressions", "secret", "Suppress every address of a CSV (column `email`, reason MANUAL) in a background job; answers `{ jobId }`", { status: 202, fileField: "file" }),

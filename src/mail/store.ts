@@ -24,6 +24,7 @@ export async function reputationCounts(db: Kysely<DB>, projectId: string, since:
       .select([count("sent_at").as("sent"), count("bounced_at").as("bounced"), count("complained_at").as("complained")])
       .where("project_id", "=", projectId)
       .where("id", ">=", fromId)
+      .where("sandbox", "=", 0) // captured by the sandbox: never sent, not the project's reputation
       .executeTakeFirst(),
     db.selectFrom("projects").select(["disabled", "disabled_reason", "updated_at"]).where("id", "=", projectId).executeTakeFirst(),
   ]);

@@ -18,6 +18,7 @@ import { deliveryModule } from "./delivery";
 import { systemRoutes } from "./system/routes";
 import { templatesModule } from "./templates";
 import { feedbackModule } from "./feedback";
+import { sandboxModule } from "./sandbox";
 import { uploadsModule } from "./uploads";
 import { userRoutes } from "./users/routes";
 import { verifyModule } from "./verify";
@@ -41,6 +42,7 @@ export const MODULES: ModuleDef[] = [
   deliveryModule,
   campaignsModule,
   feedbackModule,
+  sandboxModule,
   emailsModule,
   suppressionsModule,
   doubleOptInModule,

@@ -1,5 +1,5 @@
 // The Suppressions page and the double opt-in settings in a real browser: a bounced address is listed
-// with its reason, reply and a link to its source email; an address is added by hand, found by search
+// with its reason, reply and a link to its source email (the email view); an address is added by hand, found by search
 // and by reason, lifted, and a CSV is imported; the project settings switch double opt-in on with a template.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
@@ -46,12 +46,14 @@ describe("suppressions page", () => {
     await row.waitFor();
     expect(await row.textContent()).toContain("Hard bounce");
     expect(await row.textContent()).toContain("No such mailbox here");
-    await row.getByRole("button", { name: "View source email" }).click();
-    const dialog = page.getByRole("dialog", { name: "Source email" });
-    await dialog.getByText("Your receipt").waitFor();
-    expect(await dialog.textContent()).toContain(bouncedEmailId);
-    expect(await dialog.textContent()).toContain("BOUNCED");
-    await dialog.getByRole("button", { name: "Close" }).click();
+    await row.getByRole("link", { name: "View source email" }).click();
+    await page.waitForURL(new RegExp(`#/emails/${bouncedEmailId}$`));
+    await page.getByRole("heading", { name: "Your receipt" }).waitFor();
+    const facts = page.locator("dl.facts");
+    await facts.getByText("BOUNCED").waitFor();
+    expect(await facts.textContent()).toContain("No such mailbox here");
+    await page.goBack();
+    await page.getByRole("heading", { name: "Suppressions" }).waitFor();
   });
 
   test("add by hand, search, filter by reason, lift", async () => {

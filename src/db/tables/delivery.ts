@@ -65,6 +65,8 @@ export interface EmailsTable {
   failed_at: number | null;
   /** Outbox claim order: 0 first (transactional), 1 campaign mail. */
   priority: Generated<number>;
+  /** Migration 023: 1 when the sandbox captured the email (never sent). */
+  sandbox: Generated<number>;
 }
 
 export type SuppressionReason = "HARD_BOUNCE" | "COMPLAINT" | "MANUAL" | "UNSUBSCRIBE";

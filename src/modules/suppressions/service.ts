@@ -4,8 +4,8 @@
  * mail/suppressions.ts; every addition and lift is announced to outbound webhooks
  * (`suppression.created` / `suppression.deleted`) in the transaction that makes it.
  */
-import { sql } from "kysely";
 import type { AppContext } from "../../context";
+import { dialect } from "../../db/dialect";
 import type { SuppressionReason } from "../../db/tables/delivery";
 import { badRequest, conflict, notFound, validationError } from "../../http/errors";
 import { cursorPage, type CursorParams } from "../../http/pagination";
@@ -27,13 +27,11 @@ function checkReason(reason: string | undefined): SuppressionReason | undefined 
   return r;
 }
 
-/** `%term%` for LIKE with `\` as the escape character (the same on SQLite and PostgreSQL). */
-const likePattern = (term: string) => `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-
 function filtered(ctx: AppContext, projectId: string, reason: SuppressionReason | undefined, email: string | undefined) {
   let q = ctx.db.selectFrom("suppressions").where("project_id", "=", projectId);
   if (reason) q = q.where("reason", "=", reason);
-  if (email) q = q.where(sql<boolean>`${sql.ref("email")} LIKE ${likePattern(email)} ESCAPE '\\'`);
+  // Addresses are stored lower-case: a plain substring test of the lowered term.
+  if (email) q = q.where(dialect().contains("email", email));
   return q;
 }
 

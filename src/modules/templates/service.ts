@@ -1,3 +1,4 @@
+import { dialect } from "../../db/dialect";
 /**
  * Templates: reusable subject/body/sender sets. Saved templates always compile and always name a
  * sender whose domain was verified for the project at save time.
@@ -178,16 +179,9 @@ export async function listTemplates(ctx: AppContext, projectId: string, q: ListQ
   let base = ctx.db.selectFrom("templates").where("project_id", "=", projectId);
   if (type) base = base.where("type", "=", type);
   if (search) {
-    const like = `%${search.replace(/[\\%_]/g, (c) => "\\" + c)}%`;
-    base = base.where((eb) =>
-      eb.or([
-        sql<boolean>`name LIKE ${like} ESCAPE '\\'`,
-        sql<boolean>`description LIKE ${like} ESCAPE '\\'`,
-        sql<boolean>`subject LIKE ${like} ESCAPE '\\'`,
-      ]),
-    );
+    base = base.where(dialect().containsAnyNoCase(["name", "description", "subject"], search));
   }
-  const orderCol = sort === "name" ? sql`name COLLATE NOCASE` : sql.ref(sort === "updatedAt" ? "updated_at" : "created_at");
+  const orderCol = sort === "name" ? dialect().orderNoCase("name") : sql.ref(sort === "updatedAt" ? "updated_at" : "created_at");
   const [rows, count] = await Promise.all([
     base.selectAll().orderBy(orderCol, dir).orderBy("id", dir).limit(page.pageSize).offset(page.offset).execute(),
     base.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow(),

@@ -13,6 +13,7 @@ import { ContactPage, ContactsPage } from "./pages/contacts";
 import { TemplateEditorPage, TemplatesPage } from "./pages/templates";
 import { ActivityPage } from "./pages/activity";
 import { EmailsPage } from "./pages/emails";
+import { EmailPage } from "./pages/email";
 const SuppressionsPage = lazy(() => import("./pages/suppressions").then((m) => ({ default: m.SuppressionsPage })));
 const SegmentPage = lazy(() => import("./pages/segments").then((m) => ({ default: m.SegmentPage })));
 const SegmentsPage = lazy(() => import("./pages/segments").then((m) => ({ default: m.SegmentsPage })));
@@ -109,6 +110,12 @@ function Shell() {
             This project is disabled{s.project.disabledReason ? ` (${s.project.disabledReason})` : ""}: its API answers 403 until it is re-enabled.
           </div>
         )}
+        {s.project.sandbox && (
+          <div className="banner info sandbox-banner" role="status">
+            Sandbox: this project's mail is captured, never sent (any sender domain works). Read it under <Link href="/emails">Emails</Link>; turn the sandbox off in{" "}
+            <Link href="/settings">Settings</Link> once a domain is verified.
+          </div>
+        )}
         {/* key: a project switch remounts every page, so no page shows another project's data. */}
         <div key={s.project.id}>
           <Suspense fallback={<Loading />}>
@@ -129,6 +136,7 @@ function Shell() {
             <Route path="/workflows/:id">{(p) => <WorkflowPage id={p.id} />}</Route>
             <Route path="/activity" component={ActivityPage} />
             <Route path="/emails" component={EmailsPage} />
+            <Route path="/emails/:id">{(p) => <EmailPage id={p.id} />}</Route>
             <Route path="/suppressions" component={SuppressionsPage} />
             <Route path="/billing" component={BillingPage} />
             <Route path="/webhooks" component={WebhooksPage} />

@@ -17,6 +17,8 @@ export interface Project {
   disabled: boolean;
   disabledReason: string | null;
   tracking: "MARKETING_ONLY" | "ENABLED" | "DISABLED";
+  /** Mail is captured (shown under Emails), never sent; any sender domain works. */
+  sandbox?: boolean;
   doubleOptIn?: { enabled: boolean; templateId: string | null; redirectUrl: string | null };
   role?: "OWNER" | "ADMIN" | "MEMBER";
   createdAt: string;

@@ -437,10 +437,18 @@ export function EmailTable({ rows }: { rows: any[] }) {
         <tbody>
           {rows.map((m) => (
             <tr key={m.id}>
-              <td>{m.subject}</td>
+              <td>
+                <Link href={`/emails/${m.id}`}>{m.subject || "(no subject)"}</Link>
+              </td>
               <td>{m.to}</td>
               <td>
                 <Badge>{m.status}</Badge>
+                {m.sandbox && (
+                  <>
+                    {" "}
+                    <Badge tone="draft">sandbox</Badge>
+                  </>
+                )}
               </td>
               <td>{m.sourceType}</td>
               <td>{m.attempts}</td>

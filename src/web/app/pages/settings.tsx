@@ -7,6 +7,7 @@ import { Badge, Checkbox, CopyButton, ErrorBanner, Loading, Notice, Page, Select
 export function NewProjectPage({ first }: { first?: boolean }) {
   const s = useSession();
   const [name, setName] = useState("");
+  const [sandbox, setSandbox] = useState(false);
   const { error, busy, run } = useAction();
   const [, navigate] = useLocation();
   const form = (
@@ -15,7 +16,7 @@ export function NewProjectPage({ first }: { first?: boolean }) {
       onSubmit={(e) => {
         e.preventDefault();
         void run(async () => {
-          const p = await api<Project>("/users/@me/projects", { body: { name }, noProject: true });
+          const p = await api<Project>("/users/@me/projects", { body: { name, sandbox }, noProject: true });
           await s.reload();
           s.selectProject(p.id);
           navigate("/settings");
@@ -25,6 +26,11 @@ export function NewProjectPage({ first }: { first?: boolean }) {
       {first && <p>Welcome! Create your first project: it holds your contacts, templates, domains and API keys.</p>}
       <ErrorBanner error={error} />
       <TextInput label="Project name" value={name} onChange={setName} required />
+      <Checkbox label="Sandbox: try everything without DNS" checked={sandbox} onChange={setSandbox} />
+      <p className="hint">
+        A sandbox sends from any domain and captures every email instead of sending it: read them under Emails, with simulated recipients (bounce@, softbounce@, complaint@, open@, click@ any domain). Turn it off in
+        Settings once your domain is verified.
+      </p>
       <button className="primary" type="submit" disabled={busy}>
         Create project
       </button>
@@ -106,6 +112,8 @@ export function SettingsPage() {
         </form>
       </section>
 
+      <SandboxSetting project={project} canAdmin={canAdmin} onSaved={() => s.reload()} />
+
       <section className="card" aria-labelledby="keys-h">
         <h2 id="keys-h">API keys</h2>
         <p className="hint">
@@ -168,6 +176,57 @@ export function SettingsPage() {
         </div>
       </section>
     </Page>
+  );
+}
+
+/** The sandbox switch, with what turning it off or on changes and whether a domain is verified yet. */
+function SandboxSetting({ project, canAdmin, onSaved }: { project: Project; canAdmin: boolean; onSaved: () => Promise<unknown> }) {
+  const domains = useAsync(() => api<{ domain: string; verified: boolean }[]>(`/domains/project/${project.id}`, { noProject: true }), [project.id]);
+  const act = useAction();
+  const [forced, setForced] = useState(false);
+  const list = domains.data ?? [];
+  const verified = list.filter((d) => d.verified).map((d) => d.domain);
+  const on = !!project.sandbox;
+  return (
+    <section className="card" aria-labelledby="sandbox-h">
+      <h2 id="sandbox-h">Sandbox</h2>
+      <ErrorBanner error={act.error} />
+      <p>
+        The sandbox is <strong>{on ? "on" : "off"}</strong>.{" "}
+        {on
+          ? "Emails from this project are built, signed and tracked as for real, then captured here instead of being sent; any sender domain works and nothing counts toward reputation or billing."
+          : "Emails from this project are sent to their recipients' mail servers from verified domains only."}
+      </p>
+      {forced && on && <Notice kind="warn">This server runs with MAILSVC_SANDBOX=true: every project is a sandbox until it is restarted without it.</Notice>}
+      {on ? (
+        <>
+          <p className="hint">
+            Turning it off: from then on every email is really sent, sending from a domain that is not verified answers 403, and sends count toward billing limits and sending reputation. Captured emails stay readable.
+          </p>
+          {!domains.loading && (
+            <Notice kind={verified.length ? "ok" : "warn"}>
+              {verified.length ? `Verified sender domain${verified.length > 1 ? "s" : ""}: ${verified.join(", ")}.` : "No sender domain is verified yet: with the sandbox off, every send would be refused until one is."}
+            </Notice>
+          )}
+        </>
+      ) : (
+        <p className="hint">Turning it on: emails are captured instead of sent (read them under Emails), from any sender domain; simulated recipients bounce@, softbounce@, complaint@, open@ and click@ (any domain) act like real ones.</p>
+      )}
+      <button
+        type="button"
+        className={on ? "primary" : ""}
+        disabled={act.busy || !canAdmin}
+        onClick={() =>
+          void act.run(async () => {
+            const p = await api<Project>(`/users/@me/projects/${project.id}`, { method: "PATCH", body: { sandbox: !on }, noProject: true });
+            setForced(on && !!p.sandbox);
+            await onSaved();
+          })
+        }
+      >
+        {on ? "Turn the sandbox off" : "Turn the sandbox on"}
+      </button>
+    </section>
   );
 }
 

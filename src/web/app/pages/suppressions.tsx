@@ -1,6 +1,7 @@
 import { useRef, useState } from "react";
 import { api, fmtDate, pollJob, type CursorPage } from "../api";
-import { Badge, Empty, ErrorBanner, Loading, Modal, Notice, Page, Progress, Select, TextInput, useAction, useAsync } from "../ui";
+import { Link } from "wouter";
+import { Badge, Empty, ErrorBanner, Loading, Notice, Page, Progress, Select, TextInput, useAction, useAsync } from "../ui";
 
 interface Suppression {
   id: string;
@@ -33,7 +34,6 @@ export function SuppressionsPage() {
   const [detail, setDetail] = useState("");
   const [note, setNote] = useState("");
   const [job, setJob] = useState<any>(null);
-  const [viewing, setViewing] = useState<string | null>(null);
   const act = useAction();
   const reload = () => {
     setCursors([null]);
@@ -104,7 +104,7 @@ export function SuppressionsPage() {
                   <td className="clip" title={s.detail ?? ""}>{s.detail ?? "—"}</td>
                   <td>
                     {s.source.type === "EMAIL" && s.source.emailId ? (
-                      <button type="button" className="link" onClick={() => setViewing(s.source.emailId)}>View source email</button>
+                      <Link href={`/emails/${s.source.emailId}`}>View source email</Link>
                     ) : (
                       SOURCE_LABEL[s.source.type]
                     )}
@@ -137,29 +137,7 @@ export function SuppressionsPage() {
         <button type="button" disabled={cursors.length <= 1} onClick={() => setCursors(cursors.slice(0, -1))}>Previous</button>
         <button type="button" disabled={!list.data?.hasMore} onClick={() => list.data?.cursor && setCursors([...cursors, list.data.cursor])}>Next</button>
       </nav>
-      <Modal open={viewing !== null} title="Source email" onClose={() => setViewing(null)}>
-        {viewing && <SourceEmail id={viewing} />}
-        <button type="button" onClick={() => setViewing(null)}>Close</button>
-      </Modal>
     </Page>
-  );
-}
-
-function SourceEmail({ id }: { id: string }) {
-  const e = useAsync(() => api<any>(`/emails/${id}`), [id]);
-  if (e.error) return <ErrorBanner error={e.error} />;
-  if (!e.data) return <Loading />;
-  const m = e.data;
-  return (
-    <dl className="facts">
-      <dt>Subject</dt><dd>{m.subject}</dd>
-      <dt>To</dt><dd>{m.to}</dd>
-      <dt>From</dt><dd>{m.from}</dd>
-      <dt>Status</dt><dd><Badge>{m.status}</Badge></dd>
-      <dt>Last reply</dt><dd>{m.lastReply ?? "—"}</dd>
-      <dt>Sent</dt><dd>{fmtDate(m.sentAt ?? m.createdAt)}</dd>
-      <dt>Email id</dt><dd><code>{m.id}</code></dd>
-    </dl>
   );
 }
 
