@@ -22,8 +22,9 @@ export function viewContact(row: ContactRow) {
     id: row.id,
     email: row.email,
     subscribed: row.subscribed === 1,
-    /** Double opt-in: subscribed through the public key, waiting for the confirmation link. */
-    pendingConfirmation: row.subscribed !== 1 && row.pending_confirmation === 1,
+    // Double opt-in: subscribed through the public key, waiting for the confirmation link. Present only
+    // then (`pendingConfirmation: true`), so every other contact keeps the spec's exact shape.
+    ...(row.subscribed !== 1 && row.pending_confirmation === 1 ? { pendingConfirmation: true as const } : {}),
     data: parseData(row.data),
     createdAt: iso(row.created_at)!,
     updatedAt: iso(row.updated_at)!,
