@@ -64,9 +64,19 @@ export function viewSuppression(r: SuppressionRow) {
  * to it, in the caller's transaction (the delivery rows are the dispatcher's durable queue; it polls
  * them, so nothing has to be woken). No events row: a suppressed address need not be a contact.
  */
-export async function queueSuppressionWebhooks(db: Db, name: "suppression.created" | "suppression.deleted", rows: SuppressionRow[], now: number): Promise<number> {
+export type EndpointRows = Awaited<ReturnType<typeof enabledEndpointsOf>>;
+
+export async function queueSuppressionWebhooks(
+  db: Db,
+  name: "suppression.created" | "suppression.deleted",
+  rows: SuppressionRow[],
+  now: number,
+  /** The projects' enabled endpoints when the caller has read them already (an import reads them once per chunk). */
+  known?: EndpointRows,
+): Promise<number> {
   if (!rows.length) return 0;
-  const endpoints = await enabledEndpointsOf(db, [...new Set(rows.map((r) => r.project_id))]);
+  const endpoints = known ?? (await enabledEndpointsOf(db, [...new Set(rows.map((r) => r.project_id))]));
+  if (!endpoints.length) return 0;
   const out: DeliveryInsert[] = [];
   for (const r of rows) {
     const payload = JSON.stringify({ type: name, timestamp: iso(now), data: viewSuppression(r) });
@@ -99,7 +109,7 @@ export async function queueSuppressionWebhooks(db: Db, name: "suppression.create
  * Adds an address to the project's suppression list (the first reason stays) and queues
  * `suppression.created`. Returns the new row, or null when the address was already suppressed.
  */
-export async function suppress(db: Db, s: Suppression): Promise<SuppressionRow | null> {
+export async function suppress(db: Db, s: Suppression, endpoints?: EndpointRows): Promise<SuppressionRow | null> {
   const email = normalizeEmail(s.email);
   const exists = await db.selectFrom("suppressions").select("id").where("project_id", "=", s.projectId).where("email", "=", email).executeTakeFirst();
   if (exists) return null;
@@ -116,6 +126,9 @@ export async function suppress(db: Db, s: Suppression): Promise<SuppressionRow |
   };
   const r = await db.insertInto("suppressions").values(row).onConflict((oc) => oc.columns(["project_id", "email"]).doNothing()).executeTakeFirst();
   if (r && Number(r.numInsertedOrUpdatedRows ?? 1n) === 0) return null;
-  await queueSuppressionWebhooks(db, "suppression.created", [row], s.now);
+  await queueSuppressionWebhooks(db, "suppression.created", [row], s.now, endpoints);
   return row;
 }
+
+/** The project's enabled webhook endpoints, read once for several suppress() calls (an import chunk). */
+export const suppressionEndpoints = (db: Db, projectId: string): Promise<EndpointRows> => enabledEndpointsOf(db, [projectId]);

@@ -10,7 +10,7 @@ import type { AppContext } from "../../context";
 import { validationError } from "../../http/errors";
 import type { JobRunContext } from "../../jobs/queue";
 import { isValidEmail, normalizeEmail } from "../../mail/address";
-import { suppress } from "../../mail/suppressions";
+import { suppress, suppressionEndpoints } from "../../mail/suppressions";
 import { emptyResult, MAX_REPORTED_ERRORS, type JobResult } from "../contacts/jobs";
 
 export const SUPPRESSION_IMPORT_JOB = "suppressions.import";
@@ -86,12 +86,13 @@ export async function runSuppressionImport(ctx: AppContext, job: JobRunContext<{
     const chunk = rows.slice(start, start + CHUNK);
     const now = ctx.clock.now();
     await ctx.db.transaction().execute(async (trx) => {
+      const endpoints = await suppressionEndpoints(trx, projectId);
       for (let i = 0; i < chunk.length; i++) {
         const row = start + i + 2; // the header is row 1
         const raw = (chunk[i]![col] ?? "").trim();
         if (!raw) fail(row, null, "Missing email");
         else if (!isValidEmail(raw)) fail(row, raw, "Invalid email");
-        else if (await suppress(trx, { projectId, email: normalizeEmail(raw), reason: "MANUAL", detail: null, source: "IMPORT", jobId: job.id, now })) cp.created++;
+        else if (await suppress(trx, { projectId, email: normalizeEmail(raw), reason: "MANUAL", detail: null, source: "IMPORT", jobId: job.id, now }, endpoints)) cp.created++;
         else cp.updated++;
       }
       cp.rows = start + chunk.length;
