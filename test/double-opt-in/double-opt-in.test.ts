@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { DeliveryEnv } from "../support/delivery";
 import { RCPT, SENDER, sendEnv } from "../send/support";
+import { createAccount } from "../support/server";
 import { waitFor } from "../support/wait";
 import { startReceiver, verify, type Receiver } from "../webhooks/support";
 import { chain, executions, waitForExecutions } from "../workflows/support";
@@ -182,6 +183,25 @@ describe("double opt-in", () => {
     expect(await stateOf(to)).toEqual({ subscribed: false, pending: true });
     expect(await emailsTo(to)).toHaveLength(0);
     expect((await env.srv.api(`${billing}/billing-limits`, { method: "PUT", cookie: env.acct.cookie, body: { transactional: null } })).status).toBe(200);
+  });
+
+  test("a sandbox project: the plain default comes from its unverified domain, is captured, and its link works", async () => {
+    const other = await createAccount(env.srv.api, "Sandbox shop");
+    const patch = (body: unknown) => env.srv.api(`/users/@me/projects/${other.projectId}`, { method: "PATCH", cookie: other.cookie, body });
+    expect((await patch({ sandbox: true, doubleOptIn: { enabled: true } })).status).toBe(200);
+    expect((await env.srv.api("/domains", { key: other.secretKey, body: { projectId: other.projectId, domain: "unverified.test" } })).status).toBe(201);
+    const to = "dora@anywhere.test";
+    expect((await env.srv.api("/v1/track", { key: other.publicKey, body: { email: to, event: "signup", subscribed: true } })).status).toBe(200);
+    const list = async () => (await env.srv.api(`/emails?to=${encodeURIComponent(to)}`, { key: other.secretKey })).body.data as any[];
+    const [email] = await waitFor(list, { until: (l) => l.length === 1 && l[0].status === "DELIVERED", what: "the captured confirmation email" });
+    expect(email).toMatchObject({ from: "no-reply@unverified.test", subject: "Please confirm your subscription to Sandbox shop", sandbox: true });
+    const raw = (await env.srv.api(`/emails/${email.id}/raw`, { key: other.secretKey })).text.replace(/=\r?\n/g, "");
+    const m = /href=(?:3D)?"([^"]*\/confirm\/[^"]+)"/.exec(raw);
+    expect(m).not.toBeNull();
+    expect(env.sink.byRecipient(to)).toHaveLength(0);
+    expect((await open(m![1]!)).status).toBe(200);
+    const c = (await env.srv.api(`/contacts?search=dora`, { key: other.secretKey })).body.data[0];
+    expect(c.subscribed).toBe(true);
   });
 
   test("a tampered link is refused; an expired one too, with a page that says so, and the contact stays pending", async () => {

@@ -14,6 +14,7 @@ import type { AppContext } from "../../context";
 import { validationError } from "../../http/errors";
 import { insertContent, insertEmails } from "../../mail/enqueue";
 import { wakeOutbox } from "../../mail/outbox";
+import { isSandbox } from "../../mail/sandbox";
 import { suppressedAmong } from "../../mail/suppressions";
 import { confirmationToken, readConfirmationToken } from "../../mail/tokens";
 
@@ -125,8 +126,10 @@ export async function requestConfirmation(ctx: AppContext, projectId: string, co
     let from: { email: string; name: string | null; replyTo: string | null };
     if (tpl) from = { email: tpl.from_email, name: tpl.from_name, replyTo: tpl.reply_to };
     else {
-      // The plain default comes from the project's first verified sender domain.
-      const domain = await trx.selectFrom("domains").select("domain").where("project_id", "=", projectId).where("status", "=", "VERIFIED").orderBy("created_at").executeTakeFirst();
+      // The plain default comes from the project's first verified sender domain (a sandbox: its first domain, verified or not).
+      const domains = trx.selectFrom("domains").select("domain").where("project_id", "=", projectId).orderBy("created_at");
+      const domain =
+        (await domains.where("status", "=", "VERIFIED").executeTakeFirst()) ?? ((await isSandbox(ctx, projectId, trx as never)) ? await domains.executeTakeFirst() : undefined);
       if (!domain) {
         ctx.log.warn("double opt-in: no confirmation email (no template and no verified sender domain)", { projectId, contactId });
         return null;
