@@ -324,6 +324,11 @@ function ContactForm({ contact, onSaved, onCancel }: { contact?: Contact; onSave
       )}
       <TextInput label="Email" type="email" value={email} onChange={setEmail} required />
       <Checkbox label="Subscribed" checked={subscribed} onChange={setSubscribed} />
+      {contact?.pendingConfirmation && (
+        <p className="hint">
+          <Badge tone="pending">pending confirmation</Badge> Subscribed through the public key with double opt-in on: waiting for the confirmation link. Ticking "Subscribed" here subscribes at once.
+        </p>
+      )}
       <div className="field">
         <label htmlFor="contact-data">Data (JSON object)</label>
         <textarea id="contact-data" rows={6} className="mono" value={data} onChange={(e) => setData(e.target.value)} />

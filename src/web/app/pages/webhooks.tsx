@@ -22,7 +22,7 @@ export function WebhooksPage() {
   const act = useAction();
   return (
     <Page title="Webhooks">
-      <p className="hint">Email lifecycle, subscription and segment events are POSTed to your endpoints, signed per the Standard Webhooks spec with the endpoint's secret.</p>
+      <p className="hint">Email lifecycle, subscription, segment and suppression-list events are POSTed to your endpoints, signed per the Standard Webhooks spec with the endpoint's secret.</p>
       <form className="card" onSubmit={(e) => { e.preventDefault(); void act.run(async () => {
         await api("/webhook-endpoints", { body: { url, events } });
         setUrl("");
