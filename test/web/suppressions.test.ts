@@ -1,6 +1,6 @@
 // The Suppressions page and the double opt-in settings in a real browser: a bounced address is listed
 // with its reason, reply and a link to its source email (the email view); an address is added by hand, found by search
-// and by reason, lifted, and a CSV is imported; the project settings switch double opt-in on with a template.
+// and by reason, lifted, and a CSV is imported; the project settings switch double opt-in on with a template, and a held contact shows as pending.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
 import type { DeliveryEnv } from "../support/delivery";
@@ -104,6 +104,12 @@ describe("suppressions page", () => {
     await page.getByText("Double opt-in saved.").waitFor();
     const projects = (await env.srv.api("/users/@me/projects", { cookie: env.acct.cookie })).body;
     expect(projects[0].doubleOptIn).toEqual({ enabled: true, templateId: tpl.body.id, redirectUrl: "https://example.com/welcome" });
+    // A public subscribe now waits for its link: the contacts list says so.
+    expect((await env.srv.api("/v1/track", { key: env.acct.publicKey, body: { email: `newbie@${RCPT}`, event: "signup", subscribed: true } })).status).toBe(200);
+    await page.getByRole("link", { name: "Contacts" }).click();
+    const row = page.getByRole("row", { name: /newbie@rcpt\.test/ });
+    await row.waitFor();
+    expect(await row.textContent()).toContain("pending confirmation");
     expect(pageErrors(page)).toEqual([]);
   });
 });
