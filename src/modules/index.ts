@@ -6,6 +6,8 @@ import { analyticsModule } from "./analytics";
 import { contactsModule } from "./contacts";
 import { domainsModule } from "./domains";
 import { emailsModule } from "./emails";
+import { suppressionsModule } from "./suppressions";
+import { doubleOptInModule } from "./double-opt-in";
 import { eventsModule } from "./events";
 import { metricsModule } from "./metrics";
 import type { ModuleDef } from "./module";
@@ -42,6 +44,8 @@ export const MODULES: ModuleDef[] = [
   feedbackModule,
   sandboxModule,
   emailsModule,
+  suppressionsModule,
+  doubleOptInModule,
   activityModule,
   analyticsModule,
   metricsModule,

@@ -208,7 +208,7 @@ describe("simulated recipients", () => {
     expect(v.lastReply).toBe("550 5.1.1 <bounce@sim.test>: Recipient address rejected: user unknown (sandbox simulation)");
     expect(v.sandbox).toBe(true);
     const sup = await env.srv.ctx.db.selectFrom("suppressions").select(["email", "reason", "email_id"]).where("project_id", "=", env.acct.projectId).where("email", "=", "bounce@sim.test").executeTakeFirstOrThrow();
-    expect(sup).toEqual({ email: "bounce@sim.test", reason: "bounce", email_id: id });
+    expect(sup).toEqual({ email: "bounce@sim.test", reason: "HARD_BOUNCE", email_id: id });
     const [hook] = await hooksFor(id, "email.bounce");
     expect(hook!.json.data).toMatchObject({ emailId: id, code: 550, type: "hard" });
     // Suppressed from now on, as a real hard bounce.
@@ -234,7 +234,7 @@ describe("simulated recipients", () => {
     expect(v.sandbox).toBe(true);
     expect(typeof v.deliveredAt).toBe("string");
     const sup = await env.srv.ctx.db.selectFrom("suppressions").select(["reason", "detail"]).where("email", "=", "complaint@sim.test").executeTakeFirstOrThrow();
-    expect(sup).toEqual({ reason: "complaint", detail: "abuse from mailsvc-sandbox/1.0" });
+    expect(sup).toEqual({ reason: "COMPLAINT", detail: "abuse from mailsvc-sandbox/1.0" });
     const [hook] = await hooksFor(id, "email.complaint");
     expect(hook!.json.data).toMatchObject({ emailId: id, feedbackType: "abuse" });
     const contact = await env.srv.api(`/contacts/${v.contactId}`, { key });

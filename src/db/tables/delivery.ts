@@ -69,12 +69,20 @@ export interface EmailsTable {
   sandbox: Generated<number>;
 }
 
+export type SuppressionReason = "HARD_BOUNCE" | "COMPLAINT" | "MANUAL" | "UNSUBSCRIBE";
+export type SuppressionSource = "EMAIL" | "API" | "IMPORT";
+
 export interface SuppressionsTable {
+  /** Migration 022. */
+  id: string;
   project_id: string;
   email: string;
-  reason: string;
+  reason: SuppressionReason;
   detail: string | null;
+  /** Where it came from: EMAIL (email_id: the bounce or complaint), API (POST /suppressions), IMPORT (job_id). */
+  source: SuppressionSource;
   email_id: string | null;
+  job_id: string | null;
   created_at: number;
 }
 

@@ -119,7 +119,7 @@ export async function applyComplaint(ctx: AppContext, r: ComplaintReport): Promi
     if (!e) return "unknown-email";
     if (!(await markReported(trx, e, "complaint", now))) return "ignored";
     projectId = e.project_id;
-    await suppress(trx, { projectId: e.project_id, email: e.to_email, reason: "complaint", detail: [r.feedbackType, r.userAgent].filter(Boolean).join(" from ") || null, emailId: e.id, now });
+    await suppress(trx, { projectId: e.project_id, email: e.to_email, reason: "COMPLAINT", source: "EMAIL", detail: [r.feedbackType, r.userAgent].filter(Boolean).join(" from ") || null, emailId: e.id, now });
     if (e.contact_id) {
       pending.push(
         await recordEvent(trx, ctx, {

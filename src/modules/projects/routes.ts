@@ -64,6 +64,16 @@ export function projectRoutes(ctx: AppContext) {
           name: t.Optional(Name),
           tracking: t.Optional(t.Union(svc.TRACKING_MODES.map((m) => t.Literal(m)))),
           sandbox: t.Optional(t.Boolean()),
+          doubleOptIn: t.Optional(
+            t.Object(
+              {
+                enabled: t.Optional(t.Boolean()),
+                templateId: t.Optional(t.Union([t.String({ maxLength: 100 }), t.Null()])),
+                redirectUrl: t.Optional(t.Union([t.String({ maxLength: 2000 }), t.Null()])),
+              },
+              { additionalProperties: false, description: "Hold public-key subscribes until the contact opens a confirmation link" },
+            ),
+          ),
         }),
       },
     )

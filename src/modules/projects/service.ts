@@ -5,6 +5,7 @@ import type { AppContext } from "../../context";
 import { AppError, badRequest, conflict, forbidden, invalidState, notFound } from "../../http/errors";
 import { generateKey } from "../../http/keys";
 import { newWebhookSecret } from "../../webhooks/sign";
+import { doubleOptInPatch, forgetDoubleOptIn, viewDoubleOptIn, type DoubleOptIn } from "../double-opt-in/service";
 import { wipeProjectRows } from "./reset-store";
 import { forgetSandbox } from "../../mail/sandbox";
 
@@ -30,6 +31,7 @@ export function viewProject(p: ProjectRow, role?: string, sandboxForced = false)
     disabledReason: p.disabled_reason,
     tracking: p.tracking,
     sandbox: !!p.sandbox || sandboxForced,
+    doubleOptIn: viewDoubleOptIn(p),
     createdAt: iso(p.created_at),
     updatedAt: iso(p.updated_at),
     ...(role ? { role } : {}),
@@ -48,6 +50,9 @@ export async function createProject(ctx: AppContext, ownerId: string, name: stri
     disabled_reason: null,
     tracking: "MARKETING_ONLY", // decisions.md: new projects track marketing mail only; existing ones keep their mode
     sandbox: opts.sandbox ? 1 : 0,
+    double_opt_in: 0,
+    double_opt_in_template_id: null,
+    double_opt_in_redirect_url: null,
     created_at: now,
     updated_at: now,
   };
@@ -93,8 +98,9 @@ export function requireRole(role: string, allowed: Role[], action: string) {
   if (!allowed.includes(role as Role)) throw forbidden(`Your role (${role}) cannot ${action}`);
 }
 
-export async function updateProject(ctx: AppContext, projectId: string, patch: { name?: string; tracking?: TrackingMode; sandbox?: boolean }) {
+export async function updateProject(ctx: AppContext, projectId: string, patch: { name?: string; tracking?: TrackingMode; sandbox?: boolean; doubleOptIn?: Partial<DoubleOptIn> }) {
   const now = ctx.clock.now();
+  const doi = patch.doubleOptIn ? await doubleOptInPatch(ctx, projectId, patch.doubleOptIn) : {};
   const wasSandbox = patch.sandbox === false && !!(await ctx.db.selectFrom("projects").select("sandbox").where("id", "=", projectId).executeTakeFirst())?.sandbox;
   const row = await ctx.db
     .updateTable("projects")
@@ -102,12 +108,14 @@ export async function updateProject(ctx: AppContext, projectId: string, patch: {
       ...(patch.name !== undefined ? { name: patch.name } : {}),
       ...(patch.tracking ? { tracking: patch.tracking } : {}),
       ...(patch.sandbox !== undefined ? { sandbox: patch.sandbox ? 1 : 0 } : {}),
+      ...doi,
       updated_at: now,
     })
     .where("id", "=", projectId)
     .returningAll()
     .executeTakeFirstOrThrow();
   ctx.keys.invalidate(projectId);
+  forgetDoubleOptIn(ctx, projectId);
   forgetSandbox(ctx, projectId);
   // Mail queued while the project was a sandbox (sender domains unchecked) stays sandbox mail: captured, never sent.
   if (wasSandbox) {

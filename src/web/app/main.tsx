@@ -14,6 +14,7 @@ import { TemplateEditorPage, TemplatesPage } from "./pages/templates";
 import { ActivityPage } from "./pages/activity";
 import { EmailsPage } from "./pages/emails";
 import { EmailPage } from "./pages/email";
+const SuppressionsPage = lazy(() => import("./pages/suppressions").then((m) => ({ default: m.SuppressionsPage })));
 const SegmentPage = lazy(() => import("./pages/segments").then((m) => ({ default: m.SegmentPage })));
 const SegmentsPage = lazy(() => import("./pages/segments").then((m) => ({ default: m.SegmentsPage })));
 const CampaignPage = lazy(() => import("./pages/campaigns").then((m) => ({ default: m.CampaignPage })));
@@ -32,6 +33,7 @@ const NAV: [string, string][] = [
   ["/workflows", "Workflows"],
   ["/templates", "Templates"],
   ["/emails", "Emails"],
+  ["/suppressions", "Suppressions"],
   ["/activity", "Activity"],
   ["/domains", "Domains"],
   ["/webhooks", "Webhooks"],
@@ -145,6 +147,7 @@ function Shell() {
             <Route path="/activity" component={ActivityPage} />
             <Route path="/emails" component={EmailsPage} />
             <Route path="/emails/:id">{(p) => <EmailPage id={p.id} />}</Route>
+            <Route path="/suppressions" component={SuppressionsPage} />
             <Route path="/billing" component={BillingPage} />
             <Route path="/webhooks" component={WebhooksPage} />
             <Route path="/reset-password" component={ResetPasswordPage} />

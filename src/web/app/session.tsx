@@ -19,6 +19,7 @@ export interface Project {
   tracking: "MARKETING_ONLY" | "ENABLED" | "DISABLED";
   /** Mail is captured (shown under Emails), never sent; any sender domain works. */
   sandbox?: boolean;
+  doubleOptIn?: { enabled: boolean; templateId: string | null; redirectUrl: string | null };
   role?: "OWNER" | "ADMIN" | "MEMBER";
   createdAt: string;
   updatedAt: string;

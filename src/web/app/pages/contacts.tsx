@@ -8,6 +8,7 @@ export interface Contact {
   id: string;
   email: string;
   subscribed: boolean;
+  pendingConfirmation?: boolean;
   data: Record<string, unknown>;
   createdAt: string;
   updatedAt: string;
@@ -205,7 +206,7 @@ export function ContactsPage() {
                 <td>
                   <Link href={`/contacts/${c.id}`}>{c.email}</Link>
                 </td>
-                <td>{c.subscribed ? <Badge tone="ok">yes</Badge> : <Badge tone="muted">no</Badge>}</td>
+                <td>{c.subscribed ? <Badge tone="ok">yes</Badge> : c.pendingConfirmation ? <Badge tone="pending">pending confirmation</Badge> : <Badge tone="muted">no</Badge>}</td>
                 <td className="clip">{Object.entries(c.data ?? {}).map(([k, v]) => `${k}: ${typeof v === "object" ? JSON.stringify(v) : String(v)}`).join(", ")}</td>
                 <td>{fmtDate(c.createdAt)}</td>
               </tr>
@@ -315,6 +316,11 @@ function ContactForm({ contact, onSaved, onCancel }: { contact?: Contact; onSave
       )}
       <TextInput label="Email" type="email" value={email} onChange={setEmail} required />
       <Checkbox label="Subscribed" checked={subscribed} onChange={setSubscribed} />
+      {contact?.pendingConfirmation && (
+        <p className="hint">
+          <Badge tone="pending">pending confirmation</Badge> Subscribed through the public key with double opt-in on: waiting for the confirmation link. Ticking "Subscribed" here subscribes at once.
+        </p>
+      )}
       <TextArea label="Data (JSON object)" rows={6} mono value={data} onChange={setData} />
       <div className="row">
         <button type="submit" className="primary" disabled={act.busy}>

@@ -142,6 +142,8 @@ export function SettingsPage() {
 
       <Members projectId={project.id} myRole={project.role} myId={s.user?.id} />
 
+      <DoubleOptInSettings canAdmin={canAdmin} />
+
       <section className="card" aria-labelledby="danger-h">
         <h2 id="danger-h">Danger zone</h2>
         <ErrorBanner error={danger.error} />
@@ -309,6 +311,49 @@ function Members({ projectId, myRole, myId }: { projectId: string; myRole?: stri
           </button>
         </form>
       )}
+    </section>
+  );
+}
+
+/** Double opt-in: public-key subscribes wait for a confirmation link (the email's template is chosen here). */
+function DoubleOptInSettings({ canAdmin }: { canAdmin: boolean }) {
+  const s = useSession();
+  const project = useProject();
+  const current = project.doubleOptIn ?? { enabled: false, templateId: null, redirectUrl: null };
+  const [enabled, setEnabled] = useState(current.enabled);
+  const [templateId, setTemplateId] = useState(current.templateId ?? "");
+  const [redirectUrl, setRedirectUrl] = useState(current.redirectUrl ?? "");
+  const [saved, setSaved] = useState(false);
+  const templates = useAsync(() => api<any>("/templates", { query: { pageSize: 100, sort: "name", dir: "asc" } }), []);
+  const save = useAction();
+  const options = [{ value: "", label: "Plain default email" }, ...((templates.data?.data ?? []) as { id: string; name: string }[]).map((t) => ({ value: t.id, label: t.name }))];
+  return (
+    <section className="card" aria-labelledby="doi-h">
+      <h2 id="doi-h">Double opt-in</h2>
+      <p className="hint">
+        When on, a contact who subscribes with the public key (<code>/v1/track</code>) stays unsubscribed and pending until they open the link of a confirmation email (one per 10 minutes, the link
+        works once for 7 days). Writes with the secret key are trusted. The template gets the link as <code>{"{{confirmUrl}}"}</code>.
+      </p>
+      <ErrorBanner error={save.error ?? templates.error} />
+      {saved && <Notice kind="ok">Double opt-in saved.</Notice>}
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          setSaved(false);
+          void save.run(async () => {
+            await api(`/users/@me/projects/${project.id}`, { method: "PATCH", body: { doubleOptIn: { enabled, templateId: templateId || null, redirectUrl: redirectUrl.trim() || null } }, noProject: true });
+            await s.reload();
+            setSaved(true);
+          });
+        }}
+      >
+        <Checkbox label="Require confirmation of public subscribes" checked={enabled} onChange={setEnabled} />
+        <Select label="Confirmation email template" value={templateId} onChange={setTemplateId} options={options} />
+        <TextInput label="After confirming, redirect to (optional)" type="url" value={redirectUrl} onChange={setRedirectUrl} placeholder="https://example.com/welcome" hint="Empty: a confirmation page served by mailsvc." />
+        <button type="submit" className="primary" disabled={save.busy || !canAdmin}>
+          Save double opt-in
+        </button>
+      </form>
     </section>
   );
 }

@@ -12,7 +12,7 @@ interface Endpoint {
   createdAt: string;
 }
 
-const EVENTS = ["email.sent", "email.delivery", "email.deferred", "email.failed", "email.bounce", "email.complaint", "email.open", "email.click", "email.suppressed", "email.received", "contact.subscribed", "contact.unsubscribed"];
+const EVENTS = ["email.sent", "email.delivery", "email.deferred", "email.failed", "email.bounce", "email.complaint", "email.open", "email.click", "email.suppressed", "email.received", "contact.subscribed", "contact.unsubscribed", "contact.confirmed", "suppression.created", "suppression.deleted"];
 
 export function WebhooksPage() {
   const list = useAsync(() => api<any>("/webhook-endpoints").then(listOf<Endpoint>), []);
@@ -24,7 +24,7 @@ export function WebhooksPage() {
   const act = useAction();
   return (
     <Page title="Webhooks">
-      <p className="hint">Email lifecycle, subscription and segment events are POSTed to your endpoints, signed per the Standard Webhooks spec with the endpoint's secret.</p>
+      <p className="hint">Email lifecycle, subscription, segment and suppression-list events are POSTed to your endpoints, signed per the Standard Webhooks spec with the endpoint's secret.</p>
       <form className="card" onSubmit={(e) => { e.preventDefault(); void act.run(async () => {
         await api("/webhook-endpoints", { body: { url, events } });
         setUrl("");
