@@ -11,10 +11,10 @@ CREATE UNIQUE INDEX suppressions_id ON suppressions (id);
 CREATE INDEX suppressions_project_created ON suppressions (project_id, created_at, id);
 
 -- Double opt-in: the project's setting, the contact's pending state and the confirmation links.
-ALTER TABLE projects ADD COLUMN double_opt_in integer NOT NULL DEFAULT 0;
+ALTER TABLE projects ADD COLUMN double_opt_in bigint NOT NULL DEFAULT 0;
 ALTER TABLE projects ADD COLUMN double_opt_in_template_id text COLLATE "C";
 ALTER TABLE projects ADD COLUMN double_opt_in_redirect_url text COLLATE "C";
-ALTER TABLE contacts ADD COLUMN pending_confirmation integer NOT NULL DEFAULT 0;
+ALTER TABLE contacts ADD COLUMN pending_confirmation bigint NOT NULL DEFAULT 0;
 ALTER TABLE contacts ADD COLUMN confirmation_sent_at bigint;
 
 -- One row per confirmation email: the signed confirmUrl names the row; confirmed_at makes it single use.
