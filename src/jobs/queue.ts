@@ -1,5 +1,5 @@
 import type { Q } from "../db/raw";
-import type { Kysely, Selectable, Transaction } from "kysely";
+import { sql, type Kysely, type Selectable, type Transaction } from "kysely";
 import type { Clock } from "../clock";
 import type { DB } from "../db";
 import type { Logger } from "../http/logger";
@@ -83,17 +83,16 @@ export class JobQueue {
   async enqueue(type: string, payload: unknown, opts: EnqueueOptions = {}): Promise<string> {
     const now = this.clock.now();
     const db = opts.trx ?? this.db;
+    const existing = () =>
+      db.selectFrom("jobs").select("id").where("dedupe_key", "=", opts.dedupeKey!).where("state", "=", "waiting").executeTakeFirst();
     if (opts.dedupeKey) {
-      const existing = await db
-        .selectFrom("jobs")
-        .select("id")
-        .where("dedupe_key", "=", opts.dedupeKey)
-        .where("state", "=", "waiting")
-        .executeTakeFirst();
-      if (existing) return existing.id;
+      const found = await existing();
+      if (found) return found.id;
     }
     const id = Bun.randomUUIDv7();
-    await db
+    // A deduplicated job is one waiting row per key (the partial unique index jobs_dedupe): when another
+    // instance inserted it meanwhile, its row is the answer (a periodic task runs once per due time).
+    const inserted = await db
       .insertInto("jobs")
       .values({
         id,
@@ -107,7 +106,13 @@ export class JobQueue {
         created_at: now,
         updated_at: now,
       })
-      .execute();
+      // The conflict target names the partial index by its predicate, literally (SQLite matches it as written).
+      .onConflict((oc) => oc.column("dedupe_key").where("dedupe_key", "is not", null).where("state", "=", sql.lit("waiting")).doNothing())
+      .executeTakeFirst();
+    if (opts.dedupeKey && Number(inserted.numInsertedOrUpdatedRows ?? 1) === 0) {
+      const found = await existing();
+      if (found) return found.id;
+    }
     if (!opts.trx) this.wake();
     return id;
   }

@@ -102,3 +102,22 @@ test("durable schedules run every interval of the injected clock", async () => {
   expect(runs).toBe(2);
   await s.close();
 });
+
+test("a deduplicated job is one waiting row, also when a second queue on the same database enqueues it at the same moment", async () => {
+  // A second JobQueue over its own connection to the same database: what another instance is.
+  const { openDatabase } = await import("../../src/db");
+  const { JobQueue } = await import("../../src/jobs/queue");
+  const other = openDatabase(srv.ctx.config);
+  try {
+    const peer = new JobQueue(other.db, srv.clock, srv.ctx.log);
+    const key = `schedule:test:next:${Date.now()}`;
+    const ids = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => (i % 2 ? peer : srv.ctx.jobs).enqueue("test.periodic", {}, { dedupeKey: key, runAt: srv.clock.now() + 60_000 })),
+    );
+    expect(new Set(ids).size).toBe(1);
+    const rows = await srv.ctx.db.selectFrom("jobs").select(["id", "state"]).where("dedupe_key", "=", key).execute();
+    expect(rows).toEqual([{ id: ids[0]!, state: "waiting" }]);
+  } finally {
+    await other.close();
+  }
+});
