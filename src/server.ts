@@ -6,7 +6,7 @@ import { emptyHooks, type AppContext } from "./context";
 import { openStore } from "./db";
 import { migrate } from "./db/migrate";
 import { settingOrCreateSync } from "./db/settings";
-import { checkDeclaredLength, needsKeyBeforeBody, parseBody, rejectedBodies, unreadBodies } from "./http/body";
+import { checkBodilessRequest, checkDeclaredLength, needsKeyBeforeBody, parseBody, rejectedBodies, unreadBodies } from "./http/body";
 import { invalidApiKey } from "./http/errors";
 import { corsPlugin } from "./http/cors";
 import { errorPlugin, malformedBodies } from "./http/error-plugin";
@@ -76,11 +76,15 @@ export function createContext(config: Config, opts: StartOptions = {}): AppConte
 
 export function buildApp(ctx: AppContext) {
   const started = new WeakMap<Request, number>();
-  let app = new Elysia({ serve: { maxRequestBodySize: MAX_BODY_BYTES } })
+  // normalize "typebox": extra properties are dropped by TypeBox's Clean, which leaves a value of the
+  // wrong type as it is for the validator to refuse. Elysia's default cleaner (exact-mirror) rebuilt
+  // it from the schema instead: a string where an object belongs became `{ "0": "a", "1": "b", … }`
+  // (a 1 MB string, a million keys) or `{}`, which then passed validation.
+  let app = new Elysia({ serve: { maxRequestBodySize: MAX_BODY_BYTES }, normalize: "typebox" })
     .use(errorPlugin(ctx.log, () => ctx.clock.now()))
     .use(corsPlugin())
     .onRequest(async ({ request }) => {
-      if (request.method === "GET" || request.method === "HEAD") return;
+      if (request.method === "GET" || request.method === "HEAD") return checkBodilessRequest(request);
       // Over the route's limit by its own declaration: 413 before a byte of the body is read.
       checkDeclaredLength(request);
       if (needsKeyBeforeBody(request)) {
@@ -92,12 +96,12 @@ export function buildApp(ctx: AppContext) {
         }
       }
     })
-    .onParse(({ request, contentType }) =>
+    .onParse(({ request, contentType, route }) =>
       // Every body is read through a byte limit per route (src/http/body.ts); JSON is refused when it
       // nests too deep before it is parsed. A malformed or too-deep body is remembered instead of
       // failing at once, so authentication still answers first (a request without a valid key is
       // 401 whatever its body); the auth macro or the error plugin then answers 400 / 422.
-      parseBody(request, contentType, (r) => malformedBodies.add(r)),
+      parseBody(request, contentType, (r) => malformedBodies.add(r), route),
     )
     .onBeforeHandle({ as: "global" }, ({ request }) => {
       // Routes without authentication whose schema accepted the empty stand-in body.
