@@ -236,7 +236,7 @@ describe("4. a WEBHOOK step to localhost is refused by name, at creation and at 
 
   test("POST and PATCH of a step: 422 config.url refused", async () => {
     const wf = await must(srv.api("/workflows", { key: acc.secretKey, body: { name: "hooks" } }), 201);
-    for (const url of loopbackUrls(hook.port)) {
+    for (const url of loopbackUrls(hook.port!)) {
       const err = expectEnvelope(await srv.api(`/workflows/${wf.id}/steps`, { key: acc.secretKey, body: { type: "WEBHOOK", config: { url } } }), 422, "VALIDATION_ERROR");
       expect(err.errors!.map((e) => [e.field, e.code])).toEqual([["config.url", "refused"]]);
     }
@@ -280,7 +280,7 @@ describe("4. a WEBHOOK step to localhost is refused by name, at creation and at 
   });
 
   test("outbound webhook endpoints refuse the same names", async () => {
-    for (const url of loopbackUrls(hook.port)) {
+    for (const url of loopbackUrls(hook.port!)) {
       const err = expectEnvelope(await srv.api("/webhook-endpoints", { key: acc.secretKey, body: { url, events: ["email.*"] } }), 422, "VALIDATION_ERROR");
       expect(err.errors!.map((e) => [e.field, e.code])).toEqual([["url", "refused"]]);
     }

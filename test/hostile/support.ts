@@ -24,7 +24,8 @@ export interface RawRequest {
   upload?: { bytes: number; chunked: boolean };
 }
 
-function parse(buf: Buffer, error?: string): RawAnswer {
+/** An HTTP/1.1 answer as received on a socket, checked for completeness. */
+export function parseAnswer(buf: Buffer, error?: string): RawAnswer {
   const end = buf.indexOf("\r\n\r\n");
   if (end < 0) return { status: 0, headers: {}, body: "", complete: false, error };
   const lines = buf.subarray(0, end).toString("latin1").split("\r\n");
@@ -89,12 +90,12 @@ export function rawHttp(baseUrl: string, req: RawRequest, timeoutMs = 20_000): P
       sock.write(head + (req.body ?? ""));
       pump();
     });
-    sock.on("data", (d) => got.push(d));
+    sock.on("data", (d) => got.push(Buffer.from(d)));
     sock.on("error", (e) => (error = String(e)));
     const timer = setTimeout(() => sock.destroy(), timeoutMs);
     sock.on("close", () => {
       clearTimeout(timer);
-      resolve(parse(Buffer.concat(got), error));
+      resolve(parseAnswer(Buffer.concat(got), error));
     });
   });
 }
