@@ -29,7 +29,7 @@ import {
   type Operation,
 } from "../test/hostile/routes";
 import { parseAnswer, rawHttp } from "../test/hostile/support";
-import { rssMb, startMailsvc } from "./bench/lib";
+import { rssMb, rssParts, smapsTop, startMailsvc } from "./bench/lib";
 
 const arg = (name: string, def: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -90,6 +90,8 @@ const creds = () => ({ secretKey: project.secret, publicKey: project.public, coo
 const sample = <T>(a: fc.Arbitrary<T>) => fc.sample(a, 1)[0]!;
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(Math.random() * xs.length)]!;
 const NO_SUCH = "00000000-0000-4000-8000-000000000000";
+/** Just under the default body limit (1 MB) once quoted inside a small JSON body. */
+const MEGABYTE_STRING = "x".repeat(1_000_000);
 /** A parameter's value: the project's id where one is asked for (never for a destructive operation), else an id that does not exist. */
 const plausible = (op: Operation) => (param: string) =>
   (param === "projectId" || (param === "id" && op.path.includes("/projects/"))) && !isDestructiveOp(op) && op.method !== "DELETE" ? project.id : NO_SUCH;
@@ -104,6 +106,13 @@ function systematic(op: Operation, route: string): Req {
   if (op.params.length && roll < 0.4) {
     const p = attackPath(op, pick(PATH_ATTACKS), pick(op.params), plausible(op));
     return { method: op.method, path: p, headers: { ...headers, ...(json ? { "content-type": "application/json" } : {}) }, body: json, kind: "path attack", route, raw: true };
+  }
+  if (hasBody && op.jsonSchema?.properties && roll < 0.5) {
+    // A megabyte string where the schema has a field (an object, a number, a string…): the fuzzer's
+    // `data` string on /templates/preview was spread into a million keys (~90 MB a request).
+    const field = pick(Object.keys(op.jsonSchema.properties));
+    const body = { ...(sampleOf(op.jsonSchema) as object), [field]: MEGABYTE_STRING };
+    return { method: op.method, path, headers: { ...headers, "content-type": "application/json" }, body: JSON.stringify(body), kind: "1 MB string", route };
   }
   if (hasBody && op.jsonSchema && roll < 0.75) {
     const cases = wrongTypeBodies(op.jsonSchema);
@@ -277,7 +286,7 @@ await Promise.all(
 const rssAfterHostile = rssMb(srv.pid);
 const lat = stats.filter((s) => s.status !== 0).map((s) => s.ms);
 console.log(`requests: ${stats.length}, 5xx: ${fivexx.length}, answers incomplete or missing: ${incomplete.length}`);
-for (const kind of ["50MB declared", "50MB chunked", "depth 10000", "path attack", "wrong type", "content type", "fuzz"]) {
+for (const kind of ["50MB declared", "50MB chunked", "depth 10000", "path attack", "1 MB string", "wrong type", "content type", "fuzz"]) {
   const k = stats.filter((s) => s.kind === kind && s.status !== 0).map((s) => s.ms);
   const codes: Record<number, number> = {};
   for (const s of stats.filter((s) => s.kind === kind)) codes[s.status] = (codes[s.status] ?? 0) + 1;
@@ -291,6 +300,7 @@ if (slow.length) {
 }
 console.log(`all answered: p50 ${pct(lat, 50).toFixed(1)} ms, p99 ${pct(lat, 99).toFixed(1)} ms, max ${pct(lat, 100).toFixed(1)} ms, over 500 ms: ${lat.filter((x) => x > 500).length}`);
 console.log(`server RSS: peak ${peakRss.toFixed(0)} MB, after the hostile run ${rssAfterHostile.toFixed(0)} MB (bar: under ${RSS_BAR_MB} MB)`);
+if (process.env.FUZZ_SMAPS) console.log(`  resident: ${JSON.stringify(rssParts(srv.pid))} MB\n    ${smapsTop(srv.pid, 8)}`);
 const operationsHit = new Set(stats.map((s) => s.path).filter(Boolean)).size;
 console.log(`operations reached: ${operationsHit} of ${ops.length}`);
 if (fivexx.length) console.log("5xx:\n  " + fivexx.slice(0, 20).join("\n  "));
