@@ -54,6 +54,8 @@ async function resolveHost(config: SafeFetchConfig, host: string): Promise<{ add
     const a = host.replace(/^\[|\]$/g, "");
     return [{ address: a, family: a.includes(":") ? 6 : 4 }];
   }
+  // RFC 6761: localhost names are loopback, whatever the resolvers know (reached only when private addresses are allowed).
+  if (isLoopbackName(host)) return [{ address: "127.0.0.1", family: 4 }, { address: "::1", family: 6 }];
   try {
     if (config.dnsServers.length) {
       const r = createResolver(config);

@@ -253,13 +253,21 @@ describe("4. a WEBHOOK step to localhost is refused by name, at creation and at 
     }
   });
 
-  test("with MAILSVC_ALLOW_PRIVATE_WEBHOOKS a localhost step is accepted", async () => {
+  test("with MAILSVC_ALLOW_PRIVATE_WEBHOOKS a localhost step is accepted and reaches loopback, though the resolvers do not know the name", async () => {
     srv.ctx.config.allowPrivateWebhooks = true;
     try {
-      const wf = await must(srv.api("/workflows", { key: acc.secretKey, body: { name: "private ok" } }), 201);
-      expect((await srv.api(`/workflows/${wf.id}/steps`, { key: acc.secretKey, body: { type: "WEBHOOK", config: { url: `http://localhost:${hook.port}/hook` } } })).status).toBe(201);
+      const wf = await chain(c, [["WEBHOOK", { url: `http://localhost:${hook.port}/allowed` }]]);
+      const ct = await contact(c, "allowed37@example.com");
+      const queriesBefore = dns.queries.length;
+      const ex = await start(c, wf.id, { contactId: ct.id });
+      await srv.drainJobs();
+      const done = await waitForExecution(c, wf.id, ex.id, ["FAILED", "COMPLETED"]);
+      expect(done.status).toBe("COMPLETED");
+      expect(hookRequests).toEqual(["/allowed"]);
+      expect(dns.queries.slice(queriesBefore).filter((q) => q.name.toLowerCase().includes("localhost"))).toEqual([]);
     } finally {
       srv.ctx.config.allowPrivateWebhooks = false;
+      hookRequests.length = 0;
     }
   });
 
