@@ -130,7 +130,7 @@ describe("2. a value of the wrong JSON type is refused, never rebuilt into an ob
     for (let i = 0; i < 5; i++) {
       const t0 = performance.now();
       const err = expectEnvelope(await srv.api("/templates/preview", { key: acc.secretKey, body: { body: "<p>{{name}}</p>", data: big } }), 422, "VALIDATION_ERROR");
-      expect(performance.now() - t0).toBeLessThan(500);
+      expect(performance.now() - t0).toBeLessThan(1_000);
       expect(err.errors!.map((e) => [e.field, e.code])).toEqual([["data", "invalid_type"]]);
     }
     Bun.gc(true);
