@@ -212,16 +212,17 @@ describe("3. a GET with a large body gets a complete 413, whatever the size of i
     expect(r.status).toBe(413);
   });
 
-  test("a GET with a small declared body is answered as without it, in full", async () => {
-    const plain = await fetch(`${srv.url}/docs/swagger-ui-bundle.js`);
-    const expected = await plain.text();
-    expect(expected.length).toBeGreaterThan(500_000);
-    for (const size of [16, 64 * 1024]) {
-      const r = await rawHttp(srv.url, { method: "GET", path: "/docs/swagger-ui-bundle.js", body: "a".repeat(size) });
-      expect(r.status).toBe(200);
-      expect(r.complete).toBe(true);
-      expect(r.body.length).toBe(expected.length);
+  test("any body on a GET is 413 (16 bytes to 900 KB), a Content-Length of 0 is answered in full", async () => {
+    // Bun gives a GET no body stream to drain: from ~200 KB on, the answer was cut short by a reset.
+    for (const size of [16, 64 * 1024, 200_000, 900_000]) {
+      rawEnvelope(await rawHttp(srv.url, { method: "GET", path: "/docs/swagger-ui-bundle.js", body: "a".repeat(size) }), 413, "PAYLOAD_TOO_LARGE");
     }
+    const expected = await (await fetch(`${srv.url}/docs/swagger-ui-bundle.js`)).text();
+    expect(expected.length).toBeGreaterThan(500_000);
+    const empty = await rawHttp(srv.url, { method: "GET", path: "/docs/swagger-ui-bundle.js", body: "" });
+    expect(empty.status).toBe(200);
+    expect(empty.complete).toBe(true);
+    expect(empty.body.length).toBe(expected.length);
   });
 });
 
