@@ -154,10 +154,10 @@ describe("2. a value of the wrong JSON type is refused, never rebuilt into an ob
   });
 
   test("POST /templates/preview: a body repeating a large variable is refused instead of rendering gigabytes", async () => {
-    // 400,000 slots x 60 KB = 24 GB of output if rendered.
+    // 10,000 slots x 60 KB = 600 MB of output if rendered.
     const t0 = performance.now();
     const err = expectEnvelope(
-      await srv.api("/templates/preview", { key: acc.secretKey, body: { body: "{{bio}}".repeat(280_000), data: { bio: "y".repeat(60_000) } } }),
+      await srv.api("/templates/preview", { key: acc.secretKey, body: { body: "{{bio}}".repeat(10_000), data: { bio: "y".repeat(60_000) } } }),
       422,
       "VALIDATION_ERROR",
     );
@@ -167,6 +167,22 @@ describe("2. a value of the wrong JSON type is refused, never rebuilt into an ob
     const ok = await srv.api("/templates/preview", { key: acc.secretKey, body: { body: "<p>{{bio}}</p>".repeat(20), data: { bio: "y".repeat(60_000) } } });
     expect(ok.status).toBe(200);
     expect(ok.body.html.length).toBe(20 * (7 + 60_000));
+  });
+
+  test("a template of more than 10,000 variables is a syntax error (each compiles to an object: 400,000 were 80 MB and 1.5 s)", async () => {
+    for (const [path, body] of [
+      ["/templates/preview", { body: "{{a}}".repeat(400_000) }],
+      ["/templates", { name: "many", subject: "s", from: "a@example.com", body: "{{a}}".repeat(10_001) }],
+    ] as const) {
+      const t0 = performance.now();
+      const err = expectEnvelope(await srv.api(path, { key: acc.secretKey, body }), 422, "VALIDATION_ERROR");
+      expect(err.errors!.map((e) => [e.field, e.code])).toEqual([["body", "invalid_template"]]);
+      expect(err.message).toContain("More than 10000 variables");
+      expect(performance.now() - t0).toBeLessThan(2_000);
+    }
+    const atLimit = await srv.api("/templates/preview", { key: acc.secretKey, body: { body: "{{a}}".repeat(10_000), data: { a: "z" } } });
+    expect(atLimit.status).toBe(200);
+    expect(atLimit.body.html).toBe("z".repeat(10_000));
   });
 
   test("POST /templates/preview: an object `data` renders, extra top-level properties are dropped", async () => {
