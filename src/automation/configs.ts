@@ -4,6 +4,7 @@
  */
 import { dataErrors } from "../audience/data-rules";
 import type { FieldError } from "../http/errors";
+import { isLoopbackName } from "../net/address-policy";
 import { conditionErrors } from "./condition-adapter";
 import type { StepType } from "./types";
 
@@ -29,8 +30,25 @@ export interface ConfigResult {
   errors: FieldError[];
 }
 
+export interface StepConfigOptions {
+  /** MAILSVC_ALLOW_PRIVATE_WEBHOOKS: a WEBHOOK step may name localhost. */
+  allowPrivateWebhooks?: boolean;
+}
+
+/** The host of an http(s) URL when it is written out (no `{{variable}}` in it), else null. */
+function literalHost(url: string): string | null {
+  const m = /^https?:\/\/(?:[^@/?#]*@)?(\[[^\]]*\]|[^:/?#]*)/i.exec(url);
+  if (!m || m[1]!.includes("{{")) return null;
+  try {
+    // As the URL parser reads it at run time: percent-escapes, case and full-width letters resolved.
+    return new URL(`http://${m[1]}/`).hostname;
+  } catch {
+    return null;
+  }
+}
+
 /** Validates and normalises a step's config; `errors` empty means valid. */
-export function checkStepConfig(type: StepType, raw: unknown): ConfigResult {
+export function checkStepConfig(type: StepType, raw: unknown, opts: StepConfigOptions = {}): ConfigResult {
   const errors: FieldError[] = [];
   const err = (field: string, message: string, code: string, value?: unknown) =>
     errors.push({ field: field ? `config.${field}` : "config", message, code, received: received(value) });
@@ -78,6 +96,13 @@ export function checkStepConfig(type: StepType, raw: unknown): ConfigResult {
           new URL(c.url.trim());
         } catch {
           err("url", "Must be an http:// or https:// URL", "invalid_string", c.url);
+        }
+      }
+      if (typeof c.url === "string" && !opts.allowPrivateWebhooks && !errors.some((e) => e.field === "config.url")) {
+        // As outbound webhook endpoints: localhost names are loopback, refused here rather than at every run.
+        const host = literalHost(c.url.trim());
+        if (host !== null && isLoopbackName(host)) {
+          err("url", `Webhooks may not reach ${host}: loopback, private and link-local addresses are refused (MAILSVC_ALLOW_PRIVATE_WEBHOOKS allows them)`, "refused", c.url);
         }
       }
       const method = c.method === undefined || c.method === null ? "POST" : c.method;

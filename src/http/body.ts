@@ -124,6 +124,22 @@ async function eachChunk(request: Request, body: ReadableStream<Uint8Array>, lim
 }
 
 /**
+ * A body sent with a GET or HEAD, which no route reads, nor can: Bun hands these requests no body
+ * stream, so there is no way to drain it. Left unread, whatever had not arrived with the head was
+ * still in the socket when the answer was written and the connection closed, and the close became a
+ * reset that cut a large answer (the OpenAPI document, the Swagger bundle) short; from a 200 KB body
+ * on, on loopback. So any body (a Content-Length above 0, or chunked) is 413 before anything else,
+ * answered with `Connection: close`: a small answer, written whole before the close.
+ */
+export function checkBodilessRequest(request: Request): void {
+  const length = request.headers.get("content-length");
+  const chunked = request.headers.has("transfer-encoding");
+  if (!chunked && (length === null || /^\s*0+\s*$/.test(length))) return;
+  unreadBodies.add(request);
+  throw payloadTooLarge(`A ${request.method} request carries no body`);
+}
+
+/**
  * True when the JSON text nests objects/arrays deeper than `max`. One pass over the characters,
  * skipping strings; stops at the first level past the limit.
  */
@@ -280,16 +296,21 @@ function parseUrlencoded(text: string): Record<string, unknown> {
  * The app-wide body parser (server.ts onParse). Returns the parsed body, or undefined to leave the
  * request to a route's own parser (routes in `ownParsers`, which read small bodies themselves).
  * `malformed` is called for JSON that does not parse (answered 400 after authentication).
+ *
+ * `route` is the matched route's pattern (`/unsubscribe/:token`): the router matches the path as
+ * sent, while `request.url` has its dot segments resolved (`/unsubscribe/..` and `/unsubscribe/%2e%2e`
+ * arrive as `/`), so which parser a route gets is decided by its pattern, not by the URL.
  */
-export async function parseBody(request: Request, contentType: string | undefined, malformed: (r: Request) => void): Promise<unknown> {
+export async function parseBody(request: Request, contentType: string | undefined, malformed: (r: Request) => void, route?: string): Promise<unknown> {
   const path = pathOf(request);
-  if (OWN_PARSERS.some((p) => path.startsWith(p))) return;
+  const matched = route || path;
+  if (OWN_PARSERS.some((p) => matched.startsWith(p))) return;
   const limit = bodyLimitFor(path);
-  const read = () => readAndParse(request, path, limit, contentType, malformed);
+  const read = () => readAndParse(request, path, limit, contentType, malformed, route);
   return isLarge(request, limit) ? largeSlot(read) : read();
 }
 
-async function readAndParse(request: Request, path: string, limit: number, contentType: string | undefined, malformed: (r: Request) => void): Promise<unknown> {
+async function readAndParse(request: Request, path: string, limit: number, contentType: string | undefined, malformed: (r: Request) => void, route?: string): Promise<unknown> {
   const type = (contentType ?? "").toLowerCase();
   if (!type || type.startsWith("application/json") || type.endsWith("+json")) {
     const text = await readJsonText(request, limit);
@@ -299,7 +320,7 @@ async function readAndParse(request: Request, path: string, limit: number, conte
     }
     if (!text) return;
     // Kept only where a signature is checked over the exact bytes (a 50 MB send body is not kept twice).
-    if (path.startsWith("/webhooks/")) rawBodies.set(request, text);
+    if (path.startsWith("/webhooks/") || route?.startsWith("/webhooks/")) rawBodies.set(request, text);
     if (jsonTooDeep(text)) {
       rejectedBodies.set(request, tooDeep());
       return {};

@@ -42,3 +42,27 @@ export function classifyAddress(raw: string): AddressVerdict {
 }
 
 export const isIpLiteral = (host: string) => ipaddr.isValid(host.replace(/^\[|\]$/g, "").replace(/%.*$/, ""));
+
+/**
+ * `localhost` and every name under it (`a.localhost`), in any case, with or without the root's
+ * trailing dot: loopback by definition (RFC 6761 §6.3), refused without asking a resolver (which may
+ * not know the name, or answer anything).
+ */
+export function isLoopbackName(host: string): boolean {
+  const h = host.toLowerCase().replace(/\.+$/, "");
+  return h === "localhost" || h.endsWith(".localhost");
+}
+
+/**
+ * Why a URL's host may not be reached by a webhook, told from the host alone (no lookup): a
+ * localhost name or an IP literal outside public unicast. Null when only resolving it can tell.
+ */
+export function refusedHost(host: string): string | null {
+  const h = host.toLowerCase().replace(/^\[|\]$/g, "").replace(/\.+$/, "");
+  if (isLoopbackName(h)) return "loopback name";
+  if (isIpLiteral(h)) {
+    const v = classifyAddress(h);
+    if (!v.allowed) return v.range;
+  }
+  return null;
+}

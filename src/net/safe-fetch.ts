@@ -1,7 +1,7 @@
 import { lookup as systemLookup } from "node:dns/promises";
 import type { Config } from "../config";
 import { createResolver } from "../mail/dns";
-import { classifyAddress, isIpLiteral } from "./address-policy";
+import { classifyAddress, isIpLiteral, isLoopbackName } from "./address-policy";
 
 /**
  * The one SSRF-guarded HTTP client (outbound webhooks, workflow WEBHOOK steps).
@@ -54,6 +54,8 @@ async function resolveHost(config: SafeFetchConfig, host: string): Promise<{ add
     const a = host.replace(/^\[|\]$/g, "");
     return [{ address: a, family: a.includes(":") ? 6 : 4 }];
   }
+  // RFC 6761: localhost names are loopback, whatever the resolvers know (reached only when private addresses are allowed).
+  if (isLoopbackName(host)) return [{ address: "127.0.0.1", family: 4 }, { address: "::1", family: 6 }];
   try {
     if (config.dnsServers.length) {
       const r = createResolver(config);
@@ -68,6 +70,8 @@ async function resolveHost(config: SafeFetchConfig, host: string): Promise<{ add
 }
 
 async function checkedAddress(config: SafeFetchConfig, host: string): Promise<{ address: string; family: 4 | 6 }> {
+  // localhost names are loopback whatever a resolver says (or whether it knows them): refused unasked.
+  if (!config.allowPrivateWebhooks && isLoopbackName(host)) throw new Refusal("refused", `${host} is a loopback name, which webhooks may not reach`);
   const addrs = await resolveHost(config, host);
   if (!addrs.length) throw new Refusal("dns", `could not resolve ${host}`);
   if (!config.allowPrivateWebhooks) {

@@ -5,6 +5,7 @@
  * the CSRF origin check for cookie writes is in src/http/auth.ts.
  */
 import { Elysia } from "elysia";
+import { notFound } from "../http/errors";
 import type { ModuleDef } from "../modules/module";
 
 interface Served {
@@ -89,12 +90,10 @@ export function webRoutes() {
     // Account emails link to these paths (src/modules/users/service.ts): hand the token to the app's page.
     .get("/auth/reset-password", ({ query, redirect }) => redirect(`/?token=${encodeURIComponent(String(query.token ?? ""))}#/reset-password`, 302))
     .get("/auth/verify-email", ({ query, redirect }) => redirect(`/?token=${encodeURIComponent(String(query.token ?? ""))}#/verify-email`, 302))
-    .get("/assets/:name", async ({ request, params, set }) => {
+    .get("/assets/:name", async ({ request, params }) => {
       const f = (await load()).files.get(params.name);
-      if (!f) {
-        set.status = 404;
-        return "Not found";
-      }
+      // The error envelope, as every other unknown path and unknown upload answers.
+      if (!f) throw notFound("Asset");
       // Names carry a content hash: cache for a year.
       return respond(request, f, "public, max-age=31536000, immutable");
     });

@@ -60,6 +60,20 @@ async function formFields(request: Request): Promise<URLSearchParams> {
   }
 }
 
+/**
+ * The form a handler reads: formFields' result, or (should another parser ever have run first) any
+ * other body as fields: an object's string values, a string as urlencoded; anything else is empty.
+ */
+function formOf(body: unknown): URLSearchParams {
+  if (body instanceof URLSearchParams) return body;
+  if (typeof body === "string") return new URLSearchParams(body);
+  const out = new URLSearchParams();
+  if (body && typeof body === "object" && !Array.isArray(body)) {
+    for (const [k, v] of Object.entries(body)) if (typeof v === "string") out.append(k, v);
+  }
+  return out;
+}
+
 export function feedbackRoutes(ctx: AppContext) {
   const linksOf = (s: SubscriptionState, token: string) => {
     const base = ctx.config.publicUrl;
@@ -116,7 +130,7 @@ export function feedbackRoutes(ctx: AppContext) {
       `${PATHS.unsubscribe}:token`,
       async ({ params, body }) => {
         // RFC 8058: a POST with List-Unsubscribe=One-Click unsubscribes at once; so does the page's form.
-        const oneClick = (body as URLSearchParams).get("List-Unsubscribe") === "One-Click";
+        const oneClick = formOf(body).get("List-Unsubscribe") === "One-Click";
         const s = await changeSubscription(ctx, params.token, false, oneClick ? "one-click" : "unsubscribe-page");
         return pageOr404(s, (s) => pages.unsubscribedPage(s, linksOf(s, params.token)));
       },
@@ -132,7 +146,7 @@ export function feedbackRoutes(ctx: AppContext) {
     .post(
       `${PATHS.manage}:token`,
       async ({ params, body }) => {
-        const v = (body as URLSearchParams).get("subscribed");
+        const v = formOf(body).get("subscribed");
         if (v !== "true" && v !== "false") return pageOr404(await loadSubscription(ctx, params.token), (s) => pages.managePage(s), 400);
         return pageOr404(await changeSubscription(ctx, params.token, v === "true", "manage-page"), (s) => pages.managePage(s, true));
       },

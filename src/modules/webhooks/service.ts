@@ -3,7 +3,7 @@ import type { AppContext } from "../../context";
 import type { WebhookDeliveryStatus } from "../../db/tables/webhooks";
 import { badRequest, invalidField, notFound, validationError, type FieldError } from "../../http/errors";
 import { cursorPage, type CursorParams } from "../../http/pagination";
-import { classifyAddress, isIpLiteral } from "../../net/address-policy";
+import { isLoopbackName, refusedHost } from "../../net/address-policy";
 import { dispatcherOf } from "../../webhooks/dispatcher";
 import { isSubscribableName } from "../../webhooks/events";
 import { newWebhookSecret } from "../../webhooks/sign";
@@ -54,10 +54,9 @@ function checkUrl(ctx: AppContext, raw: string): string {
   if (!ctx.config.allowPrivateWebhooks) {
     // "localhost." is localhost too (a fully qualified name): compare without the root's trailing dots.
     const host = u.hostname.toLowerCase().replace(/\.+$/, "");
-    const literal = isIpLiteral(host);
-    const v = literal ? classifyAddress(host) : null;
-    if (host === "localhost" || host.endsWith(".localhost") || (v && !v.allowed)) {
-      throw invalidField("url", `Webhooks may not reach ${host}${v ? ` (${v.range})` : ""}: loopback, private and link-local addresses are refused (MAILSVC_ALLOW_PRIVATE_WEBHOOKS allows them)`, "refused", raw);
+    const why = refusedHost(host);
+    if (why) {
+      throw invalidField("url", `Webhooks may not reach ${host}${isLoopbackName(host) ? "" : ` (${why})`}: loopback, private and link-local addresses are refused (MAILSVC_ALLOW_PRIVATE_WEBHOOKS allows them)`, "refused", raw);
     }
   }
   return u.toString();

@@ -196,8 +196,8 @@ const defaultName = (type: StepType) => type.charAt(0) + type.slice(1).toLowerCa
  * 422 for an invalid config, including a SEND_EMAIL template the project does not have and a CONDITION
  * naming a segment it does not have (the same check as segments and campaign audiences).
  */
-async function validConfig(trx: Trx, projectId: string, type: StepType, raw: unknown): Promise<Record<string, unknown>> {
-  const r = checkStepConfig(type, raw);
+async function validConfig(ctx: AppContext, trx: Trx, projectId: string, type: StepType, raw: unknown): Promise<Record<string, unknown>> {
+  const r = checkStepConfig(type, raw, { allowPrivateWebhooks: ctx.config.allowPrivateWebhooks });
   if (!r.errors.length && type === "SEND_EMAIL") {
     const tpl = await trx.selectFrom("templates").select("id").where("project_id", "=", projectId).where("id", "=", String(r.config.templateId)).executeTakeFirst();
     if (!tpl) r.errors.push({ field: "config.templateId", message: "No such template in this project", code: "not_found", received: String(r.config.templateId) });
@@ -217,7 +217,7 @@ export async function addStep(ctx: AppContext, projectId: string, workflowId: st
   const row = await ctx.db.transaction().execute(async (trx) => {
     const w = await requireWorkflow(ctx, trx, projectId, workflowId);
     await assertUnlocked(trx, workflowId, "Adding a step");
-    const config = await validConfig(trx, projectId, input.type, input.config);
+    const config = await validConfig(ctx, trx, projectId, input.type, input.config);
     const row = {
       id: Bun.randomUUIDv7(undefined, now),
       workflow_id: workflowId,
@@ -257,7 +257,7 @@ export async function updateStep(ctx: AppContext, projectId: string, workflowId:
     if (patch.config !== undefined) await assertUnlocked(trx, workflowId, "Editing a step config");
     const next = { ...s };
     if (patch.config !== undefined) {
-      const config = await validConfig(trx, projectId, s.type as StepType, patch.config);
+      const config = await validConfig(ctx, trx, projectId, s.type as StepType, patch.config);
       next.config = JSON.stringify(config);
       next.template_id = s.type === "SEND_EMAIL" ? String(config.templateId) : null;
     }
