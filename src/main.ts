@@ -23,6 +23,8 @@ Usage:
                                      check DNS (A/AAAA, PTR, SPF, every domain's records), outbound port 25
                                      or the relay, the public URL; prints fixes; exit 1 on a failure
   mailsvc selfcheck                  build a test message in the message-building worker; exit 1 if it cannot
+  mailsvc health [--timeout MS]      exit 0 when GET /health on the configured host and port answers 200, else 1
+                                     (a container's health check: no shell or curl needed)
   mailsvc --version | --help
 
 Options (each also an environment variable):
@@ -85,10 +87,31 @@ async function userCreate(config: Config, flags: Record<string, string>) {
   }
 }
 
+/** GET /health on this configuration's listener: exit 0 on a 200 answer, 1 otherwise (or after the timeout). */
+async function health(config: Config, timeoutFlag: string | undefined) {
+  const timeoutMs = timeoutFlag === undefined ? 5000 : Number(timeoutFlag);
+  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) fail(`--timeout must be a positive number of milliseconds, got "${timeoutFlag}"`, 2);
+  // A wildcard listen address is reached on loopback.
+  const host = config.host === "0.0.0.0" || config.host === "" ? "127.0.0.1" : config.host === "::" ? "::1" : config.host;
+  const url = `http://${host.includes(":") ? `[${host}]` : host}:${config.port}/health`;
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+    await res.arrayBuffer();
+    if (res.status === 200) {
+      process.stdout.write(JSON.stringify({ url, status: res.status }) + "\n");
+      process.exit(0);
+    }
+    fail(`${url} answered ${res.status}`);
+  } catch (e) {
+    fail(`${url}: ${(e as Error).name === "TimeoutError" ? `no answer within ${timeoutMs} ms` : (e as Error).message}`);
+  }
+}
+
 /** Flags of one command, beside the configuration options every command takes. */
 const COMMAND_FLAGS: Record<string, readonly string[]> = {
   user: ["--email", "--password", "--project"],
   doctor: ["--probe-domain", "--timeout", "--json"],
+  health: ["--timeout"],
 };
 
 async function main() {
@@ -139,6 +162,8 @@ async function main() {
       if (r.builtIn !== "worker") process.exit(1);
       return;
     }
+    case "health":
+      return health(config, flags["--timeout"]);
     case "user":
       if (sub === "create") return userCreate(config, flags);
       fail("usage: mailsvc user create --email E --password P [--project NAME]");
