@@ -23,6 +23,7 @@ Usage:
                                      check DNS (A/AAAA, PTR, SPF, every domain's records), outbound port 25
                                      or the relay, the public URL; prints fixes; exit 1 on a failure
   mailsvc selfcheck                  build a test message in the message-building worker; exit 1 if it cannot
+                                     (also prints whether DKIM signs through the host's OpenSSL 3)
   mailsvc health [--timeout MS]      exit 0 when GET /health on the configured host and port answers 200, else 1
                                      (a container's health check: no shell or curl needed)
   mailsvc --version | --help
@@ -158,7 +159,9 @@ async function main() {
       const errors: string[] = [];
       const log = { info() {}, warn: (m: string) => errors.push(m), error: (m: string, f?: Record<string, unknown>) => errors.push(`${m} ${JSON.stringify(f ?? {})}`), line() {}, json() {}, flush() {}, close() {} };
       const r = await checkWorkerBuild(log);
-      process.stdout.write(JSON.stringify({ ...r, errors }) + "\n");
+      // Whether DKIM signs through the host's OpenSSL 3 (libcrypto.so.3); without it Bun's WebCrypto signs (slower).
+      const { openSsl } = await import("./mail/openssl");
+      process.stdout.write(JSON.stringify({ ...r, dkimOpenssl: openSsl() !== null, errors }) + "\n");
       if (r.builtIn !== "worker") process.exit(1);
       return;
     }
