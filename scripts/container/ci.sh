@@ -116,7 +116,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-port=$(( 20000 + RANDOM % 20000 ))
+# A host port nothing listens on (a random one collided once).
+for _ in $(seq 1 50); do
+  port=$(( 20000 + RANDOM % 20000 ))
+  (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || break
+done
 base=http://127.0.0.1:$port
 podman volume create "$volume" >/dev/null
 
@@ -130,7 +134,7 @@ if [ $postgres = 1 ]; then
   # As compose.yaml's postgres service: user, password and database "mailsvc", reached as "postgres".
   podman run -d --name "mailsvc-ci-pg-$id" --network "$network" --network-alias postgres \
     -e POSTGRES_USER=mailsvc -e POSTGRES_PASSWORD=mailsvc -e POSTGRES_DB=mailsvc \
-    -v "$volume-pg:/var/lib/postgresql/data" localhost/mailsvc-postgres:ci >/dev/null
+    -v "$volume-pg:/var/lib/postgresql/data" localhost/mailsvc-postgres:ci >/dev/null 2>>"$logdir/podman.log"
   up=0
   for _ in $(seq 1 150); do
     podman exec "mailsvc-ci-pg-$id" pg_isready -q -U mailsvc -d mailsvc 2>/dev/null && { up=1; break; }
