@@ -20,7 +20,7 @@ const SECONDS = arg("seconds", 60);
 const CONCURRENCY = arg("concurrency", 16);
 
 // The route table, read from an app assembled on a throwaway database (nothing listens).
-const scratch = createContext(loadConfig({}, {}, { db: join(tempDir(), "routes.db"), logRequests: false }));
+const scratch = await createContext(loadConfig({}, {}, { db: join(tempDir(), "routes.db"), logRequests: false }));
 const routes = fuzzableRoutes((buildApp(scratch) as unknown as { routes: { method: string; path: string }[] }).routes);
 scratch.store.close();
 

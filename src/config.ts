@@ -2,7 +2,14 @@ import { hostname } from "node:os";
 
 /** The one typed configuration. Nothing else reads process.env. */
 export interface Config {
+  /** The SQLite file (the default engine). */
   db: string;
+  /** postgres://… : run on PostgreSQL instead of the SQLite file (docs/operations.md "PostgreSQL"). */
+  databaseUrl?: string;
+  /** Names this process in logs, /metrics and lease columns (default <hostname>-<pid>). */
+  instanceId: string;
+  /** How long a claim on background work lasts before another instance may take it over. */
+  leaseMs: number;
   host: string;
   port: number;
   publicUrl: string;
@@ -68,6 +75,10 @@ const int = (name: string) => (s: string) => {
   if (!Number.isInteger(n) || n < 0) throw new ConfigError(`${name} must be a non-negative integer, got "${s}"`);
   return n;
 };
+const databaseUrl = (s: string) => {
+  if (!/^postgres(ql)?:\/\//i.test(s.trim())) throw new ConfigError(`MAILSVC_DATABASE_URL must be a postgres:// URL, got "${s}"`);
+  return s.trim();
+};
 const list = (s: string) => s.split(",").map((x) => x.trim()).filter(Boolean);
 
 export class ConfigError extends Error {}
@@ -84,6 +95,9 @@ export function parseDuration(s: string): number {
 
 export const OPTIONS: Option[] = [
   { key: "db", env: "MAILSVC_DB", flag: "--db", help: "SQLite file (created with its folder)", parse: str },
+  { key: "databaseUrl", env: "MAILSVC_DATABASE_URL", flag: "--database-url", help: "postgres://user:pass@host:5432/db: run on PostgreSQL instead of the SQLite file", parse: databaseUrl },
+  { key: "instanceId", env: "MAILSVC_INSTANCE_ID", flag: "--instance-id", help: "this instance's name in logs, /metrics and leases (default <hostname>-<pid>)", parse: str },
+  { key: "leaseMs", env: "MAILSVC_LEASE", flag: "--lease", help: "how long a claim on background work lasts before another instance may take it over", parse: parseDuration },
   { key: "host", env: "MAILSVC_HOST", flag: "--host", help: "HTTP listen address", parse: str },
   { key: "port", env: "MAILSVC_PORT", flag: "--port", help: "HTTP port", parse: int("port") },
   { key: "publicUrl", env: "MAILSVC_PUBLIC_URL", flag: "--public-url", help: "base of tracking, unsubscribe and upload URLs", parse: (s) => s.replace(/\/+$/, "") },
@@ -127,6 +141,8 @@ export const DEFAULT_WEBHOOK_RETRY_SCHEDULE = "10s,1m,5m,30m,2h,6h,12h";
 function defaults(): Omit<Config, "publicUrl"> & { publicUrl?: string } {
   return {
     db: "./data/mailsvc.db",
+    instanceId: `${hostname() || "localhost"}-${process.pid}`,
+    leaseMs: 60_000,
     host: "0.0.0.0",
     port: 3000,
     hostname: hostname() || "localhost",
@@ -169,6 +185,10 @@ export function loadConfig(
     if (raw !== undefined && raw !== "") cfg[opt.key] = opt.parse(raw);
   }
   Object.assign(cfg, overrides);
+  const dbGiven = flags["--db"] ?? env.MAILSVC_DB ?? overrides.db;
+  if (cfg.databaseUrl && dbGiven) {
+    throw new ConfigError("MAILSVC_DATABASE_URL (--database-url) and MAILSVC_DB (--db) are both set: choose one engine, PostgreSQL or the SQLite file");
+  }
   if (!cfg.publicUrl) cfg.publicUrl = `http://localhost:${cfg.port}`;
   return cfg as unknown as Config;
 }

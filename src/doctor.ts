@@ -9,6 +9,7 @@ import { Database } from "bun:sqlite";
 import { Kysely } from "kysely";
 import type { DB } from "./db";
 import { BunSqliteDialect } from "./db/bun-sqlite-dialect";
+import { openPostgres } from "./db/postgres";
 import { configWarnings, isQualifiedHostname } from "./mail/deliverability";
 import { createResolver, isNotFound, resolveMxSorted, resolveTxtJoined } from "./mail/dns";
 import { parseRelayUrl } from "./mail/pool";
@@ -181,11 +182,22 @@ const FIXES: Record<string, (rec: DnsRecord) => string> = {
   dmarc: (rec) => `Publish TXT ${rec.name} "${rec.value}".`,
 };
 
-async function checkDomains(config: Config): Promise<Check[]> {
-  if (!existsSync(config.db)) return [{ name: "sender domains", status: "warn", detail: `no database at ${config.db} yet`, fix: "Start the server and add a domain (POST /domains)." }];
+/** The configured database, read-only where the engine allows (the server may be running on it). */
+function openForReading(config: Config): { db: Kysely<DB>; close(): Promise<void> } | null {
+  if (config.databaseUrl) {
+    const h = openPostgres(config.databaseUrl, { max: 1, applicationName: "mailsvc doctor" });
+    return { db: h.db, close: () => h.close() };
+  }
+  if (!existsSync(config.db)) return null;
   // Read-only: the server may be running on the same file (no checkpoint, no writes from here).
   const sqlite = new Database(config.db, { readonly: true });
-  const db = new Kysely<DB>({ dialect: new BunSqliteDialect(sqlite) });
+  return { db: new Kysely<DB>({ dialect: new BunSqliteDialect(sqlite) }), close: async () => sqlite.close() };
+}
+
+async function checkDomains(config: Config): Promise<Check[]> {
+  const opened = openForReading(config);
+  if (!opened) return [{ name: "sender domains", status: "warn", detail: `no database at ${config.db} yet`, fix: "Start the server and add a domain (POST /domains)." }];
+  const { db } = opened;
   try {
     const tables = await db.introspection.getTables();
     if (!tables.some((t) => t.name === "domains")) return [{ name: "sender domains", status: "warn", detail: "the database is not migrated yet", fix: "Run mailsvc migrate or mailsvc serve." }];
@@ -206,8 +218,10 @@ async function checkDomains(config: Config): Promise<Check[]> {
       }
     }
     return checks;
+  } catch (e) {
+    return [{ name: "database", status: "fail", detail: String((e as Error).message ?? e), fix: "Check MAILSVC_DATABASE_URL (or MAILSVC_DB) and that the database answers." }];
   } finally {
-    sqlite.close();
+    await opened.close();
   }
 }
 

@@ -2,8 +2,9 @@
 import { existsSync, mkdirSync, rmSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { ConfigError, loadConfig, OPTIONS, parseArgv, type Config } from "./config";
-import { openStore } from "./db";
-import { migrate } from "./db/migrate";
+import { openDatabase, openStore } from "./db";
+import { redactUrl } from "./db/url";
+import { MigrationError, migrateStore } from "./db/migrate";
 import { createContext, startService } from "./server";
 import { VERSION } from "./version";
 import { checkWorkerBuild } from "./mail/builder";
@@ -16,7 +17,9 @@ const HELP = `mailsvc ${VERSION} — self-hosted email delivery and audience ser
 Usage:
   mailsvc serve                      run the HTTP API, job loop, delivery and (if enabled) inbound SMTP
   mailsvc migrate                    create or upgrade the database, then exit
-  mailsvc backup <file>              write a consistent copy of the database (safe while serving)
+  mailsvc backup <file>              write a consistent copy of the SQLite file (safe while serving; PostgreSQL: pg_dump)
+  mailsvc copy --from <db> --to <db> move a whole installation between a SQLite file and a postgres:// URL
+                                     (either way; the target must be new); prints the rows per table
   mailsvc user create --email E --password P [--project NAME]
                                      create a user (and a project with its keys); prints JSON
   mailsvc doctor [--probe-domain D] [--json]
@@ -55,6 +58,7 @@ async function serve(config: Config) {
 }
 
 function backup(config: Config, target: string | undefined) {
+  if (config.databaseUrl) fail("backup copies the SQLite file; on PostgreSQL use pg_dump (docs/operations.md \"Backups\"), e.g. pg_dump --format=custom --file mailsvc.dump \"$MAILSVC_DATABASE_URL\"", 2);
   if (!target) fail("usage: mailsvc backup <file>");
   const out = resolve(target);
   if (!existsSync(config.db)) fail(`database ${config.db} does not exist`);
@@ -75,7 +79,7 @@ async function userCreate(config: Config, flags: Record<string, string>) {
   const password = flags["--password"];
   if (!email || !password) fail("usage: mailsvc user create --email E --password P [--project NAME]");
   if (password.length < 8) fail("password must be at least 8 characters");
-  const ctx = createContext(config, { log: { info() {}, warn() {}, error() {}, line() {}, json() {}, flush() {}, close() {} } });
+  const ctx = await createContext(config, { log: { info() {}, warn() {}, error() {}, line() {}, json() {}, flush() {}, close() {} } });
   try {
     const user = await createUser(ctx, { email, password });
     const out: Record<string, unknown> = { user: { id: user.id, email: user.email } };
@@ -84,7 +88,7 @@ async function userCreate(config: Config, flags: Record<string, string>) {
   } catch (e) {
     fail((e as Error).message);
   } finally {
-    ctx.store.close();
+    await ctx.store.close();
   }
 }
 
@@ -112,6 +116,7 @@ async function health(config: Config, timeoutFlag: string | undefined) {
 const COMMAND_FLAGS: Record<string, readonly string[]> = {
   user: ["--email", "--password", "--project"],
   doctor: ["--probe-domain", "--timeout", "--json"],
+  copy: ["--from", "--to"],
   health: ["--timeout"],
 };
 
@@ -141,14 +146,34 @@ async function main() {
     case "serve":
       return serve(config);
     case "migrate": {
-      const store = openStore(config.db);
-      const applied = migrate(store.sqlite);
-      store.close();
-      process.stdout.write(JSON.stringify({ db: resolve(config.db), applied }) + "\n");
+      const store = openDatabase(config);
+      try {
+        const applied = await migrateStore(store);
+        process.stdout.write(JSON.stringify({ db: config.databaseUrl ? redactUrl(config.databaseUrl) : resolve(config.db), applied }) + "\n");
+      } catch (e) {
+        if (e instanceof MigrationError) fail(e.message, 2);
+        throw e;
+      } finally {
+        await store.close();
+      }
       return;
     }
     case "backup":
       return backup(config, positional[1]);
+    case "copy": {
+      const from = flags["--from"];
+      const to = flags["--to"];
+      if (!from || !to) fail("usage: mailsvc copy --from <sqlite file | postgres://…> --to <sqlite file | postgres://…>", 2);
+      const { copyInstallation, CopyError } = await import("./db/copy");
+      try {
+        const report = await copyInstallation(from, to, { log: (l) => process.stderr.write(`copied ${l}\n`) });
+        process.stdout.write(JSON.stringify({ from: report.from, to: report.to, rows: report.rows, tables: Object.fromEntries(report.tables.map((t) => [t.table, t.target])) }, null, 2) + "\n");
+      } catch (e) {
+        if (e instanceof CopyError || e instanceof MigrationError) fail(e.message, 2);
+        throw e;
+      }
+      return;
+    }
     case "doctor": {
       const { runDoctor, formatChecks } = await import("./doctor");
       const checks = await runDoctor(config, { probeDomain: flags["--probe-domain"], timeoutMs: flags["--timeout"] ? Number(flags["--timeout"]) : undefined });

@@ -1,11 +1,12 @@
+import { useEngine } from "./db/dialect";
 import { Elysia } from "elysia";
 import { randomBytes } from "node:crypto";
 import { systemClock, type Clock } from "./clock";
 import type { Config } from "./config";
 import { emptyHooks, type AppContext } from "./context";
-import { openStore } from "./db";
-import { migrate } from "./db/migrate";
-import { settingOrCreateSync } from "./db/settings";
+import { openDatabase, type Store } from "./db";
+import { migrateStore } from "./db/migrate";
+import { settingOrCreate } from "./db/settings";
 import { checkDeclaredLength, needsKeyBeforeBody, parseBody, rejectedBodies, unreadBodies } from "./http/body";
 import { invalidApiKey } from "./http/errors";
 import { corsPlugin } from "./http/cors";
@@ -43,18 +44,24 @@ export interface StartOptions {
  */
 export const MAX_BODY_BYTES = 64 * 1024 * 1024;
 
-function loadJwtSecret(store: ReturnType<typeof openStore>, configured?: string): string {
+async function loadJwtSecret(store: Store, configured?: string): Promise<string> {
   if (configured) return configured;
-  return settingOrCreateSync(store.sqlite, "jwt_secret", () => randomBytes(48).toString("base64url"));
+  return settingOrCreate(store.db, "jwt_secret", () => randomBytes(48).toString("base64url"));
 }
 
 /** Opens the database, migrates it and builds the per-instance context (no listener). */
-export function createContext(config: Config, opts: StartOptions = {}): AppContext {
-  const store = openStore(config.db);
-  migrate(store.sqlite);
+export async function createContext(config: Config, opts: StartOptions = {}): Promise<AppContext> {
+  const store = openDatabase(config);
+  useEngine(store.engine);
+  try {
+    await migrateStore(store);
+  } catch (e) {
+    await store.close();
+    throw e;
+  }
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? createLogger();
-  const metrics = new Metrics(() => emailStatusCounts(store.sqlite));
+  const metrics = new Metrics(() => emailStatusCounts(store), config.instanceId);
   const jobs = new JobQueue(store.db, clock, log, { pollMs: opts.jobPollMs, metrics });
   return {
     metrics,
@@ -64,11 +71,11 @@ export function createContext(config: Config, opts: StartOptions = {}): AppConte
     clock,
     log,
     jobs,
-    feed: new EventFeed(store.db, clock, log),
+    feed: new EventFeed(store.db, clock, log, { lockCursors: store.engine === "postgres" }),
     schedules: new Schedules(jobs, log, () => clock.now()),
     keys: new KeyCache(store.db),
     rateLimiter: new RateLimiter(config.rateLimit, clock),
-    jwtSecret: loadJwtSecret(store, config.jwtSecret),
+    jwtSecret: await loadJwtSecret(store, config.jwtSecret),
     hooks: emptyHooks(),
   };
 }
@@ -127,7 +134,7 @@ export function buildApp(ctx: AppContext) {
 }
 
 export async function startService(config: Config, opts: StartOptions = {}): Promise<RunningService> {
-  const ctx = createContext(config, opts);
+  const ctx = await createContext(config, opts);
   for (const m of MODULES) await m.install?.(ctx);
   const app = buildApp(ctx);
   app.listen({ port: config.port, hostname: config.host });
@@ -139,9 +146,11 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
   await ctx.feed.start();
   await ctx.schedules.arm();
   ctx.schedules.cron("purge-idempotency-keys", "0 * * * *", () => purgeExpiredKeys(ctx));
-  ctx.schedules.cron("wal-checkpoint", "*/5 * * * *", () => {
-    ctx.store.sqlite.exec("PRAGMA wal_checkpoint(PASSIVE)");
-  });
+  if (ctx.store.engine === "sqlite") {
+    ctx.schedules.cron("wal-checkpoint", "*/5 * * * *", () => {
+      ctx.store.sqlite.exec("PRAGMA wal_checkpoint(PASSIVE)");
+    });
+  }
   for (const m of MODULES) await m.start?.(ctx);
 
   let stopping: Promise<void> | null = null;
@@ -157,7 +166,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
         ctx.schedules.stop();
         await ctx.feed.stop();
         await ctx.jobs.stop();
-        ctx.store.close();
+        await ctx.store.close();
         ctx.log.flush();
       })();
       return stopping;

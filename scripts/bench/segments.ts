@@ -1,3 +1,6 @@
+import { Kysely } from "kysely";
+import { BunSqliteDialect } from "../../src/db/bun-sqlite-dialect";
+import { atomic } from "../../src/db/raw";
 // Segments at scale: 1,000,000 contacts and 5,000,000 events. Through HTTP: a 2-filter data.* count
 // (POST /segments/:id/refresh), a `triggeredWithin 30 days` count, the first members page; each
 // beside the raw SQL of the same compiled query run directly on bun:sqlite in the same run. Then
@@ -213,7 +216,7 @@ const ratio = (tracked.rps / base.rps) * 100;
 // Most of a move is commit work: a member row lands on a random page of two contact-keyed B-trees and
 // its event on one more, and each dirty page is a 4 KB WAL frame (SQLite's default auto-checkpoint
 // runs inline here; the server checkpoints on a worker thread).
-function inProcess(mode: "none" | "index" | "follow", n: number): { us: number; moves: number } {
+async function inProcess(mode: "none" | "index" | "follow", n: number): Promise<{ us: number; moves: number }> {
   const tt = tempDb();
   const db = openMigrated(tt.db);
   const t0n = Date.now();
@@ -233,14 +236,15 @@ function inProcess(mode: "none" | "index" | "follow", n: number): { us: number; 
   }));
   let moves = 0;
   const a = performance.now();
+  const kdb = new Kysely<any>({ dialect: new BunSqliteDialect(db) });
   for (let i = 0; i < n; i += 50) {
-    db.transaction(() => {
+    await atomic(kdb, "sqlite", async (q) => {
       const at = Date.now();
-      const f = new SegmentFollower(db, at, () => {});
-      for (const input of inputs.slice(i, i + 50)) applyTrack(db, at, input, mode === "follow" ? { plan, follower: f } : undefined);
-      f.finish();
+      const f = new SegmentFollower(q, at, () => {});
+      for (const input of inputs.slice(i, i + 50)) await applyTrack(q, at, input, mode === "follow" ? { plan, follower: f } : undefined);
+      await f.finish();
       moves += f.events.length;
-    })();
+    });
   }
   const us = ((performance.now() - a) * 1000) / n;
   db.close();
@@ -248,7 +252,7 @@ function inProcess(mode: "none" | "index" | "follow", n: number): { us: number; 
   return { us, moves: moves / n };
 }
 const IN_N = 60_000;
-const ip = { none: inProcess("none", IN_N), index: inProcess("index", IN_N), follow: inProcess("follow", IN_N) };
+const ip = { none: await inProcess("none", IN_N), index: await inProcess("index", IN_N), follow: await inProcess("follow", IN_N) };
 const ok = countData.p50 < 50 && countEvent.p50 < 300 && pageData.p50 < 50 && ratio >= 85;
 console.log(`Segments with ${fmt(N)} contacts and ${fmt(E)} events (seeded in ${fmt(seedMs / 1000, 1)} s); p50 of 9 requests, HTTP beside the raw SQL of the same compiled query (same run)`);
 console.log(`  2-filter data.* count (refresh)   : ${fmt(countData.p50, 1)} ms (raw SQL ${fmt(rawCountData, 1)} ms), ${fmt(countData.body.memberCount)} members  [bar < 50 ms]`);

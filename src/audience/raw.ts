@@ -3,7 +3,7 @@
  * (/v1/track micro-batches, CSV import chunks). They run ONLY inside `ctx.store.exclusive` within
  * one sqlite transaction, and decide with the same planner as the Kysely path (planUpsert).
  */
-import type { Database } from "bun:sqlite";
+import type { Q } from "../db/raw";
 import type { Data } from "./data-rules";
 import { newContactRow, normalizeContactEmail, planUpsert, updatedContactRow, type ContactRow, type UpsertInput } from "./contacts";
 import { newEventId, type RecordedEvent } from "./events";
@@ -14,6 +14,8 @@ const SELECT_BY_EMAIL =
 // tracked-segment follower diffs against, read in the one lookup instead of a second statement.
 const SELECT_BY_EMAIL_WITH_MEMBERSHIPS =
   "SELECT id, project_id, email, subscribed, data, created_at, updated_at, (SELECT group_concat(m.segment_id, ' ') FROM segment_members m WHERE m.contact_id = contacts.id) AS memberships FROM contacts WHERE project_id = ? AND email = ?";
+// PostgreSQL's spelling of the same (string_agg for group_concat).
+const SELECT_BY_EMAIL_WITH_MEMBERSHIPS_PG = SELECT_BY_EMAIL_WITH_MEMBERSHIPS.replace("group_concat(m.segment_id, ' ')", "string_agg(m.segment_id, ' ')");
 const INSERT_CONTACT =
   "INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)";
 const UPDATE_CONTACT = "UPDATE contacts SET subscribed = ?, data = ?, updated_at = ? WHERE id = ?";
@@ -38,11 +40,10 @@ export interface RawUpsertResult {
   memberships?: ReadonlySet<string>;
 }
 
-export function upsertContactRaw(sqlite: Database, now: number, input: UpsertInput, opts: { withMemberships?: boolean } = {}): RawUpsertResult {
+export async function upsertContactRaw(q: Q, now: number, input: UpsertInput, opts: { withMemberships?: boolean } = {}): Promise<RawUpsertResult> {
   const email = normalizeContactEmail(input.email);
-  const row = sqlite
-    .query<ContactRow & { memberships?: string | null }, [string, string]>(opts.withMemberships ? SELECT_BY_EMAIL_WITH_MEMBERSHIPS : SELECT_BY_EMAIL)
-    .get(input.projectId, email);
+  const withMemberships = q.engine === "postgres" ? SELECT_BY_EMAIL_WITH_MEMBERSHIPS_PG : SELECT_BY_EMAIL_WITH_MEMBERSHIPS;
+  const row = (await q.get<ContactRow & { memberships?: string | null }>(opts.withMemberships ? withMemberships : SELECT_BY_EMAIL, [input.projectId, email])) ?? null;
   let existing: ContactRow | null = row;
   let memberships: ReadonlySet<string> | undefined;
   if (opts.withMemberships) {
@@ -57,18 +58,16 @@ export function upsertContactRaw(sqlite: Database, now: number, input: UpsertInp
   let contact: ContactRow;
   if (!existing) {
     contact = newContactRow(input.projectId, email, plan, now);
-    sqlite
-      .query(INSERT_CONTACT)
-      .run(contact.id, contact.project_id, email, contact.subscribed, contact.data, now, now);
+    await q.run(INSERT_CONTACT, [contact.id, contact.project_id, email, contact.subscribed, contact.data, now, now]);
   } else if (plan.write) {
     contact = updatedContactRow(existing, plan, now);
-    sqlite.query(UPDATE_CONTACT).run(contact.subscribed, contact.data, now, contact.id);
+    await q.run(UPDATE_CONTACT, [contact.subscribed, contact.data, now, contact.id]);
   } else {
     contact = existing;
   }
   if (plan.flip) {
     const data = { source: input.source ?? "api" };
-    const eventId = insertEventRaw(sqlite, now, { projectId: input.projectId, contactId: contact.id, name: plan.flip, data });
+    const eventId = await insertEventRaw(q, now, { projectId: input.projectId, contactId: contact.id, name: plan.flip, data });
     events.push({ projectId: input.projectId, contactId: contact.id, eventId, name: plan.flip, data });
   }
   return {
@@ -85,13 +84,13 @@ export function upsertContactRaw(sqlite: Database, now: number, input: UpsertInp
   };
 }
 
-export function insertEventRaw(
-  sqlite: Database,
+export async function insertEventRaw(
+  q: Q,
   now: number,
   ev: { projectId: string; contactId: string; name: string; data?: Data | null; emailId?: string | null },
-): string {
+): Promise<string> {
   const id = newEventId(now);
   const data = ev.data && Object.keys(ev.data).length ? JSON.stringify(ev.data) : null;
-  sqlite.query(INSERT_EVENT).run(id, ev.projectId, ev.contactId, ev.name, data, ev.emailId ?? null, now);
+  await q.run(INSERT_EVENT, [id, ev.projectId, ev.contactId, ev.name, data, ev.emailId ?? null, now]);
   return id;
 }

@@ -7,7 +7,7 @@
  * whole it is replayed one track per transaction, so a bad item only fails its own request.
  * Events (segment entries/exits included) are handed to ctx.hooks.onEvent after the commit.
  */
-import type { Database } from "bun:sqlite";
+import { atomic, type Q } from "../db/raw";
 import type { AppContext } from "../context";
 import type { Data } from "./data-rules";
 import { notifyEvents, type RecordedEvent } from "./events";
@@ -38,8 +38,8 @@ export interface TrackResult {
  * One track inside an open transaction: upsert the contact (new contacts subscribed by default),
  * insert the event, then move the contact in the project's tracked segments when `follow` is given.
  */
-export function applyTrack(sqlite: Database, now: number, input: TrackInput, follow?: { plan: FollowPlan; follower: SegmentFollower }): TrackResult {
-  const r = upsertContactRaw(sqlite, now, {
+export async function applyTrack(q: Q, now: number, input: TrackInput, follow?: { plan: FollowPlan; follower: SegmentFollower }): Promise<TrackResult> {
+  const r = await upsertContactRaw(q, now, {
     projectId: input.projectId,
     email: input.email,
     subscribed: input.subscribed,
@@ -47,7 +47,7 @@ export function applyTrack(sqlite: Database, now: number, input: TrackInput, fol
     data: input.data,
     source: "track",
   }, { withMemberships: follow !== undefined });
-  const eventId = insertEventRaw(sqlite, now, { projectId: input.projectId, contactId: r.contact.id, name: input.event, data: r.provided });
+  const eventId = await insertEventRaw(q, now, { projectId: input.projectId, contactId: r.contact.id, name: input.event, data: r.provided });
   const events = r.events;
   events.push({ projectId: input.projectId, contactId: r.contact.id, eventId, name: input.event, data: r.provided });
   if (follow) {
@@ -55,7 +55,7 @@ export function applyTrack(sqlite: Database, now: number, input: TrackInput, fol
     const contact = { id: c.id, email: c.email, subscribed: c.subscribed === 1, data: r.stored, createdAt: c.created_at, updatedAt: c.updated_at };
     const recorded = r.flip ? [r.flip, input.event] : [input.event];
     // r.memberships: asked for above (withMemberships), so always set here.
-    follow.follower.follow(follow.plan, contact, { isNew: r.isNew, keys: r.changedKeys, events: recorded, subscribed: r.flip !== null, updated: r.changed }, r.memberships!);
+    await follow.follower.follow(follow.plan, contact, { isNew: r.isNew, keys: r.changedKeys, events: recorded, subscribed: r.flip !== null, updated: r.changed }, r.memberships!);
   }
   return { contactId: r.contact.id, eventId, createdAt: now, events };
 }
@@ -121,20 +121,19 @@ export class TrackBatcher {
 
   /** Commits `items` in one transaction; returns each result and the segment entries/exits. */
   private commit(items: readonly Pending[], plans: ReadonlyMap<string, FollowPlan>) {
-    return this.ctx.store.exclusive((sqlite) =>
-      sqlite.transaction(() => {
-        const now = this.ctx.clock.now();
-        const follower = new SegmentFollower(sqlite, now, (segmentId, e) =>
-          this.ctx.log.error("tracked segment evaluation failed", { segmentId, error: String((e as Error)?.stack ?? e) }),
-        );
-        const results = items.map((p) => {
-          const plan = plans.get(p.input.projectId);
-          return applyTrack(sqlite, now, p.input, plan && { plan, follower });
-        });
-        follower.finish();
-        return { results, segmentEvents: follower.events, recount: follower.recount };
-      })(),
-    );
+    return atomic(this.ctx.db, this.ctx.store.engine, async (q) => {
+      const now = this.ctx.clock.now();
+      const follower = new SegmentFollower(q, now, (segmentId, e) =>
+        this.ctx.log.error("tracked segment evaluation failed", { segmentId, error: String((e as Error)?.stack ?? e) }),
+      );
+      const results: TrackResult[] = [];
+      for (const p of items) {
+        const plan = plans.get(p.input.projectId);
+        results.push(await applyTrack(q, now, p.input, plan && { plan, follower }));
+      }
+      await follower.finish();
+      return { results, segmentEvents: follower.events, recount: follower.recount };
+    });
   }
 
   private async flushAll(): Promise<void> {

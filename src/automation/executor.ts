@@ -6,6 +6,7 @@
  * written twice. Steps that only touch the database are chained in the same transaction; DELAY,
  * WAIT_FOR_EVENT and WEBHOOK (network, outside any transaction) end the chain with a job.
  */
+import { qOf } from "../db/raw";
 import type { Transaction } from "kysely";
 import { contactsChangedMany } from "../audience/changes";
 import { notifyEvents } from "../audience/events";
@@ -155,10 +156,10 @@ export async function insertExecutions(ctx: AppContext, trx: Transaction<DB>, in
  * completed later. Durable all the same: rows and job commit together, and the job finds every
  * unstarted row (migration 019's index), also after a restart.
  */
-export function insertExecutionsInFeed(ctx: AppContext, inputs: StartInput[], now: number): ExecutionRow[] {
+export async function insertExecutionsInFeed(ctx: AppContext, trx: Transaction<DB>, inputs: StartInput[], now: number): Promise<ExecutionRow[]> {
   if (!inputs.length) return [];
   const rows = inputs.map((input) => newExecutionRow(Bun.randomUUIDv7(undefined, now), input, null, now));
-  insertExecutionsRaw(ctx.store.sqlite, rows);
+  await insertExecutionsRaw(qOf(trx, ctx.store.engine), rows);
   return rows;
 }
 

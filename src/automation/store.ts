@@ -2,7 +2,7 @@
  * The engine's SQL (Kysely): executions, their step log, and the workflow graph an execution
  * walks. Every write takes the caller's transaction.
  */
-import type { Database } from "bun:sqlite";
+import type { Q } from "../db/raw";
 import { sql, type Kysely, type Selectable, type Transaction } from "kysely";
 import type { DB } from "../db";
 import type { WorkflowExecutionsTable, WorkflowStepsTable, WorkflowsTable } from "../db/tables/workflows";
@@ -243,9 +243,8 @@ const INSERT_EXECUTION = `INSERT INTO workflow_executions (${EXECUTION_COLUMNS.j
  * insertExecutionRows as one prepared statement per row, on the connection of the caller's open
  * transaction (the event feed's): raw because every triggered start passes here (scripts/bench/workflows.ts).
  */
-export function insertExecutionsRaw(sqlite: Database, rows: ExecutionRow[]): void {
-  const ins = sqlite.query(INSERT_EXECUTION);
-  for (const r of rows) ins.run(...(EXECUTION_COLUMNS.map((k) => r[k] ?? null) as never[]));
+export async function insertExecutionsRaw(q: Q, rows: ExecutionRow[]): Promise<void> {
+  for (const r of rows) await q.run(INSERT_EXECUTION, EXECUTION_COLUMNS.map((k) => r[k] ?? null));
 }
 
 /**
@@ -253,10 +252,10 @@ export function insertExecutionsRaw(sqlite: Database, rows: ExecutionRow[]): voi
  * still active. One look-up per workflow and feed round (the contacts go in as one JSON array), raw on
  * the feed transaction's connection: every triggered start passes here (scripts/bench/workflows.ts).
  */
-export function enteredAmongRaw(sqlite: Database, workflowId: string, contactIds: readonly string[], once: boolean): Set<string> {
+export async function enteredAmongRaw(q: Q, workflowId: string, contactIds: readonly string[], once: boolean): Promise<Set<string>> {
   if (!contactIds.length) return new Set();
   const sql = once
     ? "SELECT DISTINCT contact_id FROM workflow_executions WHERE workflow_id = ? AND contact_id IN (SELECT value FROM json_each(?))"
     : "SELECT DISTINCT contact_id FROM workflow_executions WHERE workflow_id = ? AND contact_id IN (SELECT value FROM json_each(?)) AND status IN ('RUNNING', 'WAITING')";
-  return new Set(sqlite.query<{ contact_id: string }, [string, string]>(sql).all(workflowId, JSON.stringify(contactIds)).map((r) => r.contact_id));
+  return new Set((await q.all<{ contact_id: string }>(sql, [workflowId, JSON.stringify(contactIds)])).map((r) => r.contact_id));
 }

@@ -5,6 +5,7 @@
  * the event's name (re-entry rules apply). It only writes rows and jobs (one job for all of a round's
  * starts); the executor does the work.
  */
+import { qOf } from "../db/raw";
 import type { Transaction } from "kysely";
 import type { AppContext } from "../context";
 import type { DB } from "../db";
@@ -70,7 +71,7 @@ export async function onFeedEvents(ctx: AppContext, trx: Transaction<DB>, events
   if (pairs.length) {
     // Raw look-ups and inserts on the feed transaction's own connection (it holds the database until it
     // commits): every triggered start passes here (scripts/bench/workflows.ts).
-    const sqlite = ctx.store.sqlite;
+    const q = qOf(trx, ctx.store.engine);
     const contactsOf = new Map<(typeof workflows)[number], Set<string>>();
     for (const { wf, ev } of pairs) {
       const set = contactsOf.get(wf);
@@ -78,7 +79,7 @@ export async function onFeedEvents(ctx: AppContext, trx: Transaction<DB>, events
       else contactsOf.set(wf, new Set([ev.contactId]));
     }
     const before = new Map<string, Set<string>>();
-    for (const [wf, ids] of contactsOf) before.set(wf.id, enteredAmongRaw(sqlite, wf.id, [...ids], wf.allow_reentry !== 1));
+    for (const [wf, ids] of contactsOf) before.set(wf.id, await enteredAmongRaw(q, wf.id, [...ids], wf.allow_reentry !== 1));
     const entered = new Set<string>();
     const starts: StartInput[] = [];
     for (const { wf, ev } of pairs) {
@@ -88,7 +89,7 @@ export async function onFeedEvents(ctx: AppContext, trx: Transaction<DB>, events
       if (before.get(wf.id)!.has(ev.contactId)) continue;
       starts.push({ projectId: ev.projectId, workflowId: wf.id, entryStepId: wf.entry_step_id, contactId: ev.contactId, event: { id: ev.id, name: ev.name, data: ev.data ?? {} } });
     }
-    insertExecutionsInFeed(ctx, starts, now);
+    await insertExecutionsInFeed(ctx, trx, starts, now);
     if (starts.length) {
       // One job walks them all (none is added while one is waiting: it will see these rows too).
       await ctx.jobs.enqueue(STARTS_JOB, {}, { trx, runAt: now, dedupeKey: STARTS_JOB });

@@ -4,7 +4,9 @@ import { dirname } from "node:path";
 import { Kysely } from "kysely";
 import { BunSqliteDialect } from "./bun-sqlite-dialect";
 import { startCheckpointer } from "./checkpointer";
+import { openPostgres } from "./postgres";
 import type { DB } from "./schema";
+import type pg from "pg";
 
 export type { DB } from "./schema";
 
@@ -45,11 +47,36 @@ class StatementCachingDatabase extends Database {
  * which holds the same lock Kysely transactions hold: a raw statement must never land
  * inside somebody else's open transaction.
  */
+export type Engine = "sqlite" | "postgres";
+
 export interface Store {
+  engine: Engine;
+  /** SQLite only: the raw handle (reading it on PostgreSQL throws). */
   sqlite: Database;
+  /** PostgreSQL only: the pool under Kysely. */
+  pg?: pg.Pool;
   db: Kysely<DB>;
+  /** SQLite only: runs raw statements under the connection's lock. */
   exclusive<T>(fn: (sqlite: Database) => T): Promise<T>;
-  close(): void;
+  close(): Promise<void>;
+}
+
+/** The configured engine: PostgreSQL when a URL is set, else the SQLite file. */
+export function openDatabase(config: { db: string; databaseUrl?: string; instanceId?: string }): Store {
+  if (!config.databaseUrl) return openStore(config.db);
+  const h = openPostgres(config.databaseUrl, { applicationName: `mailsvc ${config.instanceId ?? ""}`.trim() });
+  return {
+    engine: "postgres",
+    get sqlite(): Database {
+      throw new Error("the raw SQLite handle was asked for on PostgreSQL (a store lacks its PostgreSQL sibling)");
+    },
+    pg: h.pool,
+    db: h.db,
+    exclusive() {
+      return Promise.reject(new Error("Store.exclusive is SQLite-only (a store lacks its PostgreSQL sibling)"));
+    },
+    close: () => h.close(),
+  };
 }
 
 export function openStore(path: string): Store {
@@ -71,6 +98,7 @@ export function openStore(path: string): Store {
   const db = new Kysely<DB>({ dialect });
   let closed = false;
   return {
+    engine: "sqlite",
     sqlite,
     db,
     async exclusive(fn) {
@@ -81,7 +109,7 @@ export function openStore(path: string): Store {
         dialect.mutex.unlock();
       }
     },
-    close() {
+    async close() {
       if (closed) return;
       closed = true;
       checkpointer?.stop();

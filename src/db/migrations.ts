@@ -40,3 +40,4 @@ export const MIGRATIONS: { name: string; sql: string }[] = [
   { name: "020_segment_members_synced", sql: m020 },
   { name: "021_session_revocation", sql: m021 },
 ];
+

@@ -1,3 +1,4 @@
+import { atomic } from "../db/raw";
 import { iso } from "../clock";
 import type { AppContext } from "../context";
 import { AppError, invalidField } from "./errors";
@@ -26,24 +27,20 @@ export async function withIdempotency<T>(
   const key = rawKey;
   const now = ctx.clock.now();
   const ttlMs = ctx.config.idempotencyTtlHours * 3_600_000;
-  const existing = await ctx.store.exclusive((sqlite) =>
-    sqlite.transaction(() => {
-      sqlite
-        .query("DELETE FROM idempotency_keys WHERE project_id = ? AND key = ? AND created_at <= ?")
-        .run(projectId, key, now - ttlMs);
-      const ins = sqlite
-        .query(
-          "INSERT INTO idempotency_keys (project_id, key, method, path, status_code, created_at) VALUES (?, ?, ?, ?, NULL, ?) ON CONFLICT DO NOTHING",
-        )
-        .run(projectId, key, request.method, request.path, now);
-      if (ins.changes > 0) return null;
-      return sqlite
-        .query<{ method: string; path: string; status_code: number | null; created_at: number }, [string, string]>(
-          "SELECT method, path, status_code, created_at FROM idempotency_keys WHERE project_id = ? AND key = ?",
-        )
-        .get(projectId, key);
-    })(),
-  );
+  const existing = await atomic(ctx.db, ctx.store.engine, async (q) => {
+    await q.run("DELETE FROM idempotency_keys WHERE project_id = ? AND key = ? AND created_at <= ?", [projectId, key, now - ttlMs]);
+    const inserted = await q.run(
+      "INSERT INTO idempotency_keys (project_id, key, method, path, status_code, created_at) VALUES (?, ?, ?, ?, NULL, ?) ON CONFLICT DO NOTHING",
+      [projectId, key, request.method, request.path, now],
+    );
+    if (inserted > 0) return null;
+    return (
+      (await q.get<{ method: string; path: string; status_code: number | null; created_at: number }>(
+        "SELECT method, path, status_code, created_at FROM idempotency_keys WHERE project_id = ? AND key = ?",
+        [projectId, key],
+      )) ?? null
+    );
+  });
   if (existing) {
     throw new AppError(409, "IDEMPOTENCY_KEY_REUSED", "This Idempotency-Key was already used; the request was not performed again", {
       details: {

@@ -57,6 +57,7 @@ export const ROUTE_DOCS: Record<string, RouteDoc> = {
   // System
   "GET /config": d("System", "none", "Service version and enabled features"),
   "GET /health": d("System", "none", "Liveness and database check"),
+  "GET /ready": d("System", "none", "Readiness for load balancers: 200 while the database answers and its migrations are this binary's (503 otherwise), with the instance id and engine"),
   "GET /metrics": d("System", "metrics", "Prometheus metrics", { produces: "text/plain" }),
   "GET /v1/key": d("System", "track", "Which project and key type the bearer key belongs to"),
   "GET /openapi.json": d("System", "none", "This OpenAPI 3.1 document"),

@@ -61,6 +61,11 @@ export interface EventFeedOptions {
    * MIN_BATCH): a round is one synchronous stretch of the event loop, which requests wait behind. Default 5 ms.
    */
   roundBudgetMs?: number;
+  /**
+   * Lock the cursor rows in each round's transaction (PostgreSQL): an instance that wants the same
+   * consumer's round waits, then reads the moved cursor, so a batch is handled once across instances.
+   */
+  lockCursors?: boolean;
 }
 
 /** The fewest events a round may read when the time budget would allow less. */
@@ -94,7 +99,9 @@ export class EventFeed {
     this.pollMs = opts.pollMs ?? 1000;
     this.minGapMs = opts.minGapMs ?? 25;
     this.roundBudgetMs = opts.roundBudgetMs ?? 5;
+    this.lockCursors = opts.lockCursors ?? false;
   }
+  private readonly lockCursors: boolean;
 
   /** Registers a consumer (at install time, before start). The name is its durable identity. */
   subscribe(name: string, handler: FeedHandler, opts: SubscribeOptions = {}): void {
@@ -221,7 +228,9 @@ export class EventFeed {
     const names = consumers.map((c) => c.name);
     try {
       return await this.db.transaction().execute(async (trx) => {
-        const cursors = await trx.selectFrom("event_cursors").select("last_seq").where("consumer", "in", names).execute();
+        let read = trx.selectFrom("event_cursors").select("last_seq").where("consumer", "in", names);
+        if (this.lockCursors) read = read.orderBy("consumer").forUpdate();
+        const cursors = await read.execute();
         if (cursors.length !== consumers.length || cursors.some((c) => c.last_seq !== cursors[0]!.last_seq)) {
           throw new Diverged(Math.max(...cursors.map((c) => c.last_seq)));
         }
@@ -264,7 +273,9 @@ export class EventFeed {
   /** One batch for one consumer. Returns how many log rows it read (== batchSize: more may follow). */
   private async step(c: Consumer, upTo?: number): Promise<number> {
     const rows = await this.db.transaction().execute(async (trx) => {
-      const cursor = await trx.selectFrom("event_cursors").select("last_seq").where("consumer", "=", c.name).executeTakeFirst();
+      let read = trx.selectFrom("event_cursors").select("last_seq").where("consumer", "=", c.name);
+      if (this.lockCursors) read = read.forUpdate();
+      const cursor = await read.executeTakeFirst();
       if (!cursor) return [];
       const rows = await this.readAfter(trx, cursor.last_seq, upTo);
       if (!rows.length) return rows;

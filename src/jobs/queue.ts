@@ -1,4 +1,4 @@
-import type { Database } from "bun:sqlite";
+import type { Q } from "../db/raw";
 import type { Kysely, Selectable, Transaction } from "kysely";
 import type { Clock } from "../clock";
 import type { DB } from "../db";
@@ -20,12 +20,12 @@ export interface JobRunContext<P = any, C = any> {
   /** Sets the first checkpoint unless one exists (another run of this job got there first): false then. */
   startCheckpoint(checkpoint: C): Promise<boolean>;
   /**
-   * save() inside the caller's raw transaction (ctx.store.exclusive + sqlite.transaction), for a
+   * save() inside the caller's raw transaction (`q` runs on it), for a
    * chunk that must commit with the checkpoint describing it. The raw sibling of save(), for the
    * contact import's hot path (scripts/bench/import.ts). Returns false, writing nothing, when the
    * stored checkpoint fails `expected` (another run of the job moved it): the caller rolls back.
    */
-  saveWithin(sqlite: Database, progress: number, checkpoint: C, expected: (stored: C | null) => boolean): boolean;
+  saveWithin(q: Q, progress: number, checkpoint: C, expected: (stored: C | null) => boolean): Promise<boolean>;
 }
 
 export type JobHandler = (job: JobRunContext) => Promise<unknown>;
@@ -264,13 +264,17 @@ export class JobQueue {
           .executeTakeFirst();
         return Number(r.numUpdatedRows) > 0;
       },
-      saveWithin: (sqlite, progress, checkpoint, expected) => {
-        const stored = sqlite.query<{ checkpoint: string | null }, [string]>("SELECT checkpoint FROM jobs WHERE id = ?").get(row.id);
+      saveWithin: async (q, progress, checkpoint, expected) => {
+        const stored = await q.get<{ checkpoint: string | null }>(q.engine === "postgres" ? "SELECT checkpoint FROM jobs WHERE id = ? FOR UPDATE" : "SELECT checkpoint FROM jobs WHERE id = ?", [row.id]);
         if (!stored || !expected(stored.checkpoint ? JSON.parse(stored.checkpoint) : null)) return false;
         const now = this.clock.now();
-        sqlite
-          .query("UPDATE jobs SET checkpoint = ?, progress = ?, lease_until = ?, updated_at = ? WHERE id = ?")
-          .run(JSON.stringify(checkpoint), Math.max(0, Math.min(100, Math.round(progress))), now + this.leaseMs, now, row.id);
+        await q.run("UPDATE jobs SET checkpoint = ?, progress = ?, lease_until = ?, updated_at = ? WHERE id = ?", [
+          JSON.stringify(checkpoint),
+          Math.max(0, Math.min(100, Math.round(progress))),
+          now + this.leaseMs,
+          now,
+          row.id,
+        ]);
         return true;
       },
     };

@@ -3,7 +3,7 @@
 // the commit call wakeOutbox(ctx). A row is due when next_attempt_at <= now.
 // Two flavours with the same rows: Kysely (inside a Kysely transaction) and raw prepared
 // statements (inside ctx.store.exclusive + sqlite.transaction, for the hot /v1/send path).
-import type { Database } from "bun:sqlite";
+import type { Q } from "../db/raw";
 import type { Insertable, Kysely, Transaction } from "kysely";
 import type { DB } from "../db";
 import type { EmailContentsTable, EmailSourceType, EmailStatus, EmailsTable } from "../db/tables/delivery";
@@ -166,20 +166,20 @@ const insertSql = (table: string, cols: readonly string[]) => `INSERT INTO ${tab
 const INSERT_CONTENT = insertSql("email_contents", CONTENT_COLUMNS);
 const INSERT_EMAIL = insertSql("emails", EMAIL_COLUMNS);
 
-export function insertContentRaw(sqlite: Database, now: number, c: NewContent): string {
+export async function insertContentRaw(q: Q, now: number, c: NewContent): Promise<string> {
   const id = Bun.randomUUIDv7();
   const row = contentRow(id, now, c) as Record<string, unknown>;
-  sqlite.query(INSERT_CONTENT).run(...(CONTENT_COLUMNS.map((k) => row[k] ?? null) as never[]));
+  await q.run(INSERT_CONTENT, CONTENT_COLUMNS.map((k) => row[k] ?? null));
   return id;
 }
 
-export function insertEmailRaw(sqlite: Database, now: number, hostname: string, e: NewEmail, recorded?: RecordedEvent[]): string {
+export async function insertEmailRaw(q: Q, now: number, hostname: string, e: NewEmail, recorded?: RecordedEvent[]): Promise<string> {
   const id = Bun.randomUUIDv7();
   const row = emailRow(id, now, hostname, e) as Record<string, unknown>;
-  sqlite.query(INSERT_EMAIL).run(...(EMAIL_COLUMNS.map((k) => row[k] ?? null) as never[]));
+  await q.run(INSERT_EMAIL, EMAIL_COLUMNS.map((k) => row[k] ?? null));
   const ev = suppressedEvent(id, e);
   if (ev) {
-    const eventId = insertEventRaw(sqlite, now, { ...ev, emailId: id });
+    const eventId = await insertEventRaw(q, now, { ...ev, emailId: id });
     recorded?.push({ ...ev, eventId });
   }
   return id;

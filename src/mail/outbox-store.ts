@@ -3,9 +3,10 @@
 // ctx.store.exclusive: thousands of rows a second through Kysely would cost a large share of the
 // main thread (scripts/bench/send.ts). Everything is scoped by email id; ids come from rows this
 // process claimed.
-import type { Database } from "bun:sqlite";
 import type { Selectable } from "kysely";
 import type { AppContext } from "../context";
+import type { Store } from "../db";
+import { atomic, qOf, type Q } from "../db/raw";
 import type { EmailContentsTable, EmailsTable } from "../db/tables/delivery";
 import type { RecordedEvent } from "../audience/events";
 import { insertEventRaw } from "../audience/raw";
@@ -62,24 +63,25 @@ export interface Candidate {
 }
 
 export function outboxStore(ctx: AppContext): OutboxStore {
-  const exclusive = <T>(fn: (sqlite: Database) => T) => ctx.store.exclusive(fn);
+  const engine = ctx.store.engine;
+  const q = qOf(ctx.db, engine);
+  const tx = <T>(fn: (q: Q) => Promise<T>) => atomic(ctx.db, engine, fn);
   return {
-    claim: (now, leaseUntil, candidates, choose) => exclusive((sqlite) => claimDue(sqlite, now, leaseUntil, candidates, choose)),
-    requeue: (now, ids) => exclusive((sqlite) => requeue(sqlite, now, ids)),
-    expiredLeases: (now) => exclusive((sqlite) => expiredLeases(sqlite, now)),
-    loadContents: (ids) => exclusive((sqlite) => loadContents(sqlite, ids)),
-    suppressedAmong: (projectId, emails) => exclusive((sqlite) => suppressedAmongRaw(sqlite, projectId, emails)),
-    unsubscribedAmong: (contactIds) => exclusive((sqlite) => unsubscribedAmong(sqlite, contactIds)),
-    trackingModes: (projectIds) => exclusive((sqlite) => trackingModes(sqlite, projectIds)),
-    cancelledAmong: (campaignIds) => exclusive((sqlite) => cancelledAmong(sqlite, campaignIds)),
-    systemSigningProject: (domain) => exclusive((sqlite) => systemSigningProject(sqlite, domain)),
+    claim: (now, leaseUntil, candidates, choose) => tx((q) => claimDue(q, now, leaseUntil, candidates, choose, ctx.config.instanceId)),
+    requeue: (now, ids) => requeue(q, now, ids),
+    expiredLeases: (now) => expiredLeases(q, now),
+    loadContents: (ids) => loadContents(q, ids),
+    suppressedAmong: (projectId, emails) => suppressedAmongRaw(q, projectId, emails),
+    unsubscribedAmong: (contactIds) => unsubscribedAmong(q, contactIds),
+    trackingModes: (projectIds) => trackingModes(q, projectIds),
+    cancelledAmong: (campaignIds) => cancelledAmong(q, campaignIds),
+    systemSigningProject: (domain) => systemSigningProject(q, domain),
     storeLinks: (projectId, links) => storeLinks(ctx, projectId, links),
     async recordOutcomes(now, outcomes) {
-      if (!outcomes.some((o) => o.state.bounce)) return exclusive((sqlite) => writeOutcomes(sqlite, now, outcomes).recorded);
-      // A bounce's audience side is Kysely (suppressions, contacts): the whole batch commits in one
-      // Kysely transaction, the raw outcome statements running on its connection.
+      // One transaction per batch: the outcomes, their events and, for a hard bounce, its audience
+      // side (suppressions, contacts; bounces.ts).
       return ctx.db.transaction().execute(async (trx) => {
-        const { recorded, bounced } = writeOutcomes(ctx.store.sqlite, now, outcomes);
+        const { recorded, bounced } = await writeOutcomes(qOf(trx, engine), now, outcomes);
         for (const { row, state } of bounced) {
           if (!row.project_id) continue; // an account email: no project, no audience
           const b = { emailId: row.id, projectId: row.project_id, contactId: row.contact_id, email: row.to_email, detail: state.reply, now };
@@ -100,82 +102,67 @@ export interface Settled {
 const CLAIMED_COLUMNS =
   "id, project_id, content_id, contact_id, to_email, to_name, vars, source_type, campaign_id, template_id, message_id, attempts, sent_at";
 
-function claimDue(sqlite: Database, now: number, leaseUntil: number, candidates: number, choose: (rows: Candidate[]) => string[]): ClaimedEmail[] {
-  return sqlite.transaction(() => {
-    // Priority 0 (transactional, workflow, system) before 1 (campaigns): a password reset never
-    // waits behind a newsletter. Each is a range seek on emails_due_priority.
-    const due = sqlite.query<Candidate, [number, number, number]>(
-      "SELECT id, project_id FROM emails WHERE status IN ('PENDING', 'DEFERRED') AND priority = ? AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?",
-    );
-    const rows = due.all(0, now, candidates);
-    if (rows.length < candidates) rows.push(...due.all(1, now, candidates - rows.length));
-    if (!rows.length) return [];
-    const ids = choose(rows);
-    if (!ids.length) return [];
-    return sqlite
-      .query<ClaimedEmail, [number, number, string]>(
-        `UPDATE emails SET status = 'SENDING', lease_until = ?, updated_at = ?
-         WHERE id IN (SELECT value FROM json_each(?)) AND status IN ('PENDING', 'DEFERRED')
-         RETURNING ${CLAIMED_COLUMNS}`,
-      )
-      .all(leaseUntil, now, JSON.stringify(ids));
-  })();
+// Priority 0 (transactional, workflow, system) before 1 (campaigns): a password reset never waits
+// behind a newsletter. Each is a range seek on emails_due_priority. On PostgreSQL the candidates are
+// locked with SKIP LOCKED: another instance claiming at the same moment takes other rows.
+const DUE = "SELECT id, project_id FROM emails WHERE status IN ('PENDING', 'DEFERRED') AND priority = ? AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?";
+const DUE_PG = `${DUE} FOR UPDATE SKIP LOCKED`;
+
+async function claimDue(q: Q, now: number, leaseUntil: number, candidates: number, choose: (rows: Candidate[]) => string[], _instance: string): Promise<ClaimedEmail[]> {
+  const due = q.engine === "postgres" ? DUE_PG : DUE;
+  const rows = await q.all<Candidate>(due, [0, now, candidates]);
+  if (rows.length < candidates) rows.push(...(await q.all<Candidate>(due, [1, now, candidates - rows.length])));
+  if (!rows.length) return [];
+  const ids = choose(rows);
+  if (!ids.length) return [];
+  return q.all<ClaimedEmail>(
+    `UPDATE emails SET status = 'SENDING', lease_until = ?, updated_at = ?
+     WHERE id IN (SELECT value FROM json_each(?)) AND status IN ('PENDING', 'DEFERRED')
+     RETURNING ${CLAIMED_COLUMNS}`,
+    [leaseUntil, now, JSON.stringify(ids)],
+  );
 }
 
-function requeue(sqlite: Database, now: number, ids: string[] | "all-sending"): number {
+async function requeue(q: Q, now: number, ids: string[] | "all-sending"): Promise<number> {
   const set = `status = CASE WHEN attempts > 0 THEN 'DEFERRED' ELSE 'PENDING' END, lease_until = NULL,
                next_attempt_at = COALESCE(next_attempt_at, ?), updated_at = ?`;
-  if (ids === "all-sending") return sqlite.query(`UPDATE emails SET ${set} WHERE status = 'SENDING'`).run(now, now).changes;
+  if (ids === "all-sending") return q.run(`UPDATE emails SET ${set} WHERE status = 'SENDING'`, [now, now]);
   if (!ids.length) return 0;
-  return sqlite
-    .query(`UPDATE emails SET ${set} WHERE status = 'SENDING' AND id IN (SELECT value FROM json_each(?))`)
-    .run(now, now, JSON.stringify(ids)).changes;
+  return q.run(`UPDATE emails SET ${set} WHERE status = 'SENDING' AND id IN (SELECT value FROM json_each(?))`, [now, now, JSON.stringify(ids)]);
 }
 
-function expiredLeases(sqlite: Database, now: number): string[] {
-  return sqlite
-    .query<{ id: string }, [number]>("SELECT id FROM emails WHERE status = 'SENDING' AND lease_until < ? LIMIT 1000")
-    .all(now)
-    .map((r) => r.id);
+async function expiredLeases(q: Q, now: number): Promise<string[]> {
+  return (await q.all<{ id: string }>("SELECT id FROM emails WHERE status = 'SENDING' AND lease_until < ? LIMIT 1000", [now])).map((r) => r.id);
 }
 
-function loadContents(sqlite: Database, ids: string[]): ContentRow[] {
-  return sqlite
-    .query<ContentRow, [string]>(
-      `SELECT id, project_id, subject, html, text, from_email, from_name, reply_to, type, headers, attachments, no_tracking
-       FROM email_contents WHERE id IN (SELECT value FROM json_each(?))`,
-    )
-    .all(JSON.stringify(ids));
+function loadContents(q: Q, ids: string[]): Promise<ContentRow[]> {
+  return q.all<ContentRow>(
+    `SELECT id, project_id, subject, html, text, from_email, from_name, reply_to, type, headers, attachments, no_tracking
+     FROM email_contents WHERE id IN (SELECT value FROM json_each(?))`,
+    [JSON.stringify(ids)],
+  );
 }
 
-function trackingModes(sqlite: Database, projectIds: string[]): Map<string, string> {
+async function trackingModes(q: Q, projectIds: string[]): Promise<Map<string, string>> {
   if (!projectIds.length) return new Map();
-  const rows = sqlite
-    .query<{ id: string; tracking: string }, [string]>("SELECT id, tracking FROM projects WHERE id IN (SELECT value FROM json_each(?))")
-    .all(JSON.stringify(projectIds));
+  const rows = await q.all<{ id: string; tracking: string }>("SELECT id, tracking FROM projects WHERE id IN (SELECT value FROM json_each(?))", [JSON.stringify(projectIds)]);
   return new Map(rows.map((r) => [r.id, r.tracking]));
 }
 
-function unsubscribedAmong(sqlite: Database, contactIds: string[]): Set<string> {
+async function unsubscribedAmong(q: Q, contactIds: string[]): Promise<Set<string>> {
   if (!contactIds.length) return new Set();
-  const rows = sqlite
-    .query<{ id: string }, [string]>("SELECT id FROM contacts WHERE subscribed = 0 AND id IN (SELECT value FROM json_each(?))")
-    .all(JSON.stringify(contactIds));
+  const rows = await q.all<{ id: string }>("SELECT id FROM contacts WHERE subscribed = 0 AND id IN (SELECT value FROM json_each(?))", [JSON.stringify(contactIds)]);
   return new Set(rows.map((r) => r.id));
 }
 
-function cancelledAmong(sqlite: Database, campaignIds: string[]): string[] {
+async function cancelledAmong(q: Q, campaignIds: string[]): Promise<string[]> {
   if (!campaignIds.length) return [];
-  return sqlite
-    .query<{ id: string }, [string]>("SELECT id FROM campaigns WHERE status = 'CANCELLED' AND id IN (SELECT value FROM json_each(?))")
-    .all(JSON.stringify(campaignIds))
-    .map((r) => r.id);
+  const rows = await q.all<{ id: string }>("SELECT id FROM campaigns WHERE status = 'CANCELLED' AND id IN (SELECT value FROM json_each(?))", [JSON.stringify(campaignIds)]);
+  return rows.map((r) => r.id);
 }
 
-function systemSigningProject(sqlite: Database, domain: string): string | null {
-  const row = sqlite
-    .query<{ project_id: string }, [string]>("SELECT project_id FROM domains WHERE domain = ? AND status = 'VERIFIED' ORDER BY created_at LIMIT 1")
-    .get(domain);
+async function systemSigningProject(q: Q, domain: string): Promise<string | null> {
+  const row = await q.get<{ project_id: string }>("SELECT project_id FROM domains WHERE domain = ? AND status = 'VERIFIED' ORDER BY created_at LIMIT 1", [domain]);
   return row?.project_id ?? null;
 }
 
@@ -186,75 +173,71 @@ function systemSigningProject(sqlite: Database, domain: string): string | null {
  * savepoint. Contact events of every outcome but a bounce are inserted here; the bounces that moved
  * (their row was still SENDING) are returned for their audience side (bounces.ts).
  */
-function writeOutcomes(sqlite: Database, now: number, outcomes: Settled[]): { recorded: RecordedEvent[]; bounced: Settled[] } {
-  const delivered = sqlite.query(
+async function writeOutcomes(q: Q, now: number, outcomes: Settled[]): Promise<{ recorded: RecordedEvent[]; bounced: Settled[] }> {
+  const delivered =
     // An open or click recorded while the row was SENDING (a scanner faster than our commit) keeps its status.
     `UPDATE emails SET status = CASE WHEN clicked_at IS NOT NULL THEN 'CLICKED' WHEN opened_at IS NOT NULL THEN 'OPENED' ELSE ? END,
        attempts = attempts + 1, sent_at = COALESCE(sent_at, ?),
        delivered_at = CASE WHEN ? = 'DELIVERED' THEN ? ELSE delivered_at END,
        last_reply = ?, mx_host = ?, lease_until = NULL, next_attempt_at = NULL, updated_at = ?
-     WHERE id = ? AND status = 'SENDING'`,
-  );
-  const deferredQ = sqlite.query(
+     WHERE id = ? AND status = 'SENDING'`;
+  const deferredQ =
     `UPDATE emails SET status = 'DEFERRED', attempts = attempts + 1, sent_at = COALESCE(sent_at, ?),
        last_reply = ?, mx_host = COALESCE(?, mx_host), lease_until = NULL, next_attempt_at = ?, updated_at = ?
-     WHERE id = ? AND status = 'SENDING'`,
-  );
-  const failedQ = sqlite.query(
+     WHERE id = ? AND status = 'SENDING'`;
+  const failedQ =
     `UPDATE emails SET status = 'FAILED', attempts = attempts + 1, sent_at = COALESCE(sent_at, ?), failed_at = ?,
        last_reply = ?, mx_host = COALESCE(?, mx_host), lease_until = NULL, next_attempt_at = NULL, updated_at = ?
-     WHERE id = ? AND status = 'SENDING'`,
-  );
-  const bouncedQ = sqlite.query(
+     WHERE id = ? AND status = 'SENDING'`;
+  const bouncedQ =
     `UPDATE emails SET status = 'BOUNCED', attempts = attempts + 1, sent_at = COALESCE(sent_at, ?), bounced_at = ?,
        last_reply = ?, mx_host = COALESCE(?, mx_host), lease_until = NULL, next_attempt_at = NULL, updated_at = ?
-     WHERE id = ? AND status = 'SENDING'`,
-  );
-  const suppressedQ = sqlite.query(
+     WHERE id = ? AND status = 'SENDING'`;
+  const suppressedQ =
     `UPDATE emails SET status = 'SUPPRESSED', last_reply = ?, lease_until = NULL, next_attempt_at = NULL, updated_at = ?
-     WHERE id = ? AND status = 'SENDING'`,
-  );
-  const cancelledQ = sqlite.query(
+     WHERE id = ? AND status = 'SENDING'`;
+  const cancelledQ =
     `UPDATE emails SET status = 'CANCELLED', last_reply = ?, lease_until = NULL, next_attempt_at = NULL, updated_at = ?
-     WHERE id = ? AND status = 'SENDING'`,
-  );
+     WHERE id = ? AND status = 'SENDING'`;
   const recorded: RecordedEvent[] = [];
   const bounced: Settled[] = [];
-  sqlite.transaction(() => {
     for (const o of outcomes) {
       const s = o.state;
       switch (s.status) {
         case "DELIVERED":
         case "SENT":
-          delivered.run(s.status, now, s.status, now, s.reply, s.host, now, s.id);
+          await q.run(delivered, [s.status, now, s.status, now, s.reply, s.host, now, s.id]);
           break;
         case "DEFERRED":
-          deferredQ.run(now, s.reply, s.host, s.nextAttemptAt ?? now, now, s.id);
+          await q.run(deferredQ, [now, s.reply, s.host, s.nextAttemptAt ?? now, now, s.id]);
           break;
         case "FAILED":
-          failedQ.run(now, now, s.reply, s.host, now, s.id);
+          await q.run(failedQ, [now, now, s.reply, s.host, now, s.id]);
           break;
         case "BOUNCED":
-          if (bouncedQ.run(now, now, s.reply, s.host, now, s.id).changes) bounced.push(o);
+          if (await q.run(bouncedQ, [now, now, s.reply, s.host, now, s.id])) bounced.push(o);
           continue; // its events are recorded with its audience side
         case "SUPPRESSED":
-          suppressedQ.run(s.reply, now, s.id);
+          await q.run(suppressedQ, [s.reply, now, s.id]);
           break;
         case "CANCELLED":
-          cancelledQ.run(s.reply, now, s.id);
+          await q.run(cancelledQ, [s.reply, now, s.id]);
           break;
       }
       for (const e of s.events) {
-        const eventId = insertEventRaw(sqlite, now, e);
+        const eventId = await insertEventRaw(q, now, e);
         recorded.push({ projectId: e.projectId, contactId: e.contactId, eventId, name: e.name, data: e.data });
       }
     }
-  })();
   return { recorded, bounced };
 }
 
-/** Emails per status, for the /metrics gauges (synchronous: read while the scrape is answered). */
-export function emailStatusCounts(sqlite: Database): Record<string, number> {
-  const rows = sqlite.query<{ status: string; n: number }, []>("SELECT status, count(*) AS n FROM emails GROUP BY status").all();
-  return Object.fromEntries(rows.map((r) => [r.status, r.n]));
+/** Emails per status, for the /metrics gauges (read while the scrape is answered). */
+export async function emailStatusCounts(store: Store): Promise<Record<string, number>> {
+  if (store.engine === "sqlite") {
+    const rows = store.sqlite.query<{ status: string; n: number }, []>("SELECT status, count(*) AS n FROM emails GROUP BY status").all();
+    return Object.fromEntries(rows.map((r) => [r.status, r.n]));
+  }
+  const rows = await store.db.selectFrom("emails").select((eb) => ["status", eb.fn.countAll<number>().as("n")]).groupBy("status").execute();
+  return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
 }

@@ -2,7 +2,7 @@
 // complaints) and how an address gets there. One lookup, in two flavours: Kysely (inside a
 // caller's transaction) and its raw sibling for the hot paths (/v1/send, the outbox claim;
 // benchmarked by scripts/bench/send.ts), which must run inside ctx.store.exclusive.
-import type { Database } from "bun:sqlite";
+import type { Q } from "../db/raw";
 import type { Kysely, Transaction } from "kysely";
 import type { DB } from "../db";
 import { normalizeEmail } from "./address";
@@ -19,15 +19,13 @@ export async function suppressedAmong(db: Db, projectId: string, emails: string[
   return new Set(rows.map((r) => r.email));
 }
 
-/** suppressedAmong as one raw statement (hot path; inside ctx.store.exclusive). */
-export function suppressedAmongRaw(sqlite: Database, projectId: string, emails: string[]): Set<string> {
+/** suppressedAmong as one raw statement (hot path). */
+export async function suppressedAmongRaw(q: Q, projectId: string, emails: string[]): Promise<Set<string>> {
   if (!emails.length) return new Set();
   const rows =
     emails.length === 1
-      ? sqlite.query<{ email: string }, [string, string]>("SELECT email FROM suppressions WHERE project_id = ? AND email = ?").all(projectId, emails[0]!)
-      : sqlite
-          .query<{ email: string }, [string, string]>("SELECT email FROM suppressions WHERE project_id = ? AND email IN (SELECT value FROM json_each(?))")
-          .all(projectId, JSON.stringify(emails));
+      ? await q.all<{ email: string }>("SELECT email FROM suppressions WHERE project_id = ? AND email = ?", [projectId, emails[0]!])
+      : await q.all<{ email: string }>("SELECT email FROM suppressions WHERE project_id = ? AND email IN (SELECT value FROM json_each(?))", [projectId, JSON.stringify(emails)]);
   return new Set(rows.map((r) => r.email));
 }
 

@@ -3,6 +3,7 @@
 // Decoration registers the links of a message before it is sent (persist first); a campaign's links
 // are written by its first message and remembered in memory for the rest.
 import type { AppContext } from "../context";
+import { atomic, rawGet } from "../db/raw";
 import { keyedDigest } from "./tokens";
 
 const MAX_REMEMBERED = 200_000;
@@ -62,22 +63,18 @@ export class LinkKeys {
 export async function storeLinks(ctx: AppContext, projectId: string, links: FreshLinks): Promise<void> {
   if (!links.length) return;
   const now = ctx.clock.now();
-  await ctx.store.exclusive((sqlite) => {
-    const ins = sqlite.query("INSERT INTO tracked_links (project_id, hash, url, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING");
-    sqlite.transaction(() => {
-      for (const [url, key] of links) ins.run(projectId, key, url, now);
-    })();
+  await atomic(ctx.db, ctx.store.engine, async (q) => {
+    for (const [url, key] of links) await q.run("INSERT INTO tracked_links (project_id, hash, url, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING", [projectId, key, url, now]);
   });
 }
 
 /** The URL behind a click: the link of the email's project, or null. */
 export async function resolveClick(ctx: AppContext, emailId: string, linkKey: string): Promise<{ url: string; projectId: string } | null> {
-  const row = await ctx.store.exclusive((sqlite) =>
-    sqlite
-      .query<{ url: string; project_id: string }, [string, string]>(
-        "SELECT l.url AS url, l.project_id AS project_id FROM emails e JOIN tracked_links l ON l.project_id = e.project_id AND l.hash = ?1 WHERE e.id = ?2",
-      )
-      .get(linkKey, emailId),
+  const row = await rawGet<{ url: string; project_id: string }>(
+    ctx.db,
+    ctx.store.engine,
+    "SELECT l.url AS url, l.project_id AS project_id FROM emails e JOIN tracked_links l ON l.project_id = e.project_id AND l.hash = ?1 WHERE e.id = ?2",
+    [linkKey, emailId],
   );
   return row ? { url: row.url, projectId: row.project_id } : null;
 }

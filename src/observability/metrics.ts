@@ -45,7 +45,12 @@ export class Metrics {
   });
   readonly outboxDepth: Gauge<"status">;
 
-  constructor(outboxCounts: () => Promise<Record<string, number>> | Record<string, number>) {
+  /** `instance` (MAILSVC_INSTANCE_ID) labels every series, so that many instances' scrapes add up. */
+  constructor(outboxCounts: () => Promise<Record<string, number>> | Record<string, number>, instance?: string) {
+    if (instance) {
+      this.registry.setDefaultLabels({ instance });
+      this.http.instance = instance;
+    }
     this.outboxDepth = new Gauge({
       name: "mailsvc_outbox_emails",
       help: "Emails by status (the outbox depth is PENDING + SENDING + DEFERRED)",
@@ -78,6 +83,8 @@ export class HttpStats {
 
   /** Requests answered since start (the workflow engine backs off while the API is busy). */
   total = 0;
+  /** The instance label of every line (set by Metrics). */
+  instance = "";
 
   record(method: string, route: string, status: string, seconds: number): void {
     this.total++;
@@ -95,16 +102,17 @@ export class HttpStats {
 
   text(): string {
     const esc = (v: string) => v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
+    const inst = this.instance ? `instance="${esc(this.instance)}",` : "";
     const out: string[] = [
       "# HELP mailsvc_http_requests_total HTTP requests by route and status",
       "# TYPE mailsvc_http_requests_total counter",
     ];
     for (const c of this.counts.values()) {
-      out.push(`mailsvc_http_requests_total{method="${esc(c.method)}",route="${esc(c.route)}",status="${esc(c.status)}"} ${c.n}`);
+      out.push(`mailsvc_http_requests_total{${inst}method="${esc(c.method)}",route="${esc(c.route)}",status="${esc(c.status)}"} ${c.n}`);
     }
     out.push("# HELP mailsvc_http_request_duration_seconds HTTP request latency by route", "# TYPE mailsvc_http_request_duration_seconds histogram");
     for (const l of this.latency.values()) {
-      const labels = `method="${esc(l.method)}",route="${esc(l.route)}"`;
+      const labels = `${inst}method="${esc(l.method)}",route="${esc(l.route)}"`;
       HTTP_BUCKETS.forEach((b, i) => out.push(`mailsvc_http_request_duration_seconds_bucket{${labels},le="${b}"} ${l.buckets[i]}`));
       out.push(`mailsvc_http_request_duration_seconds_bucket{${labels},le="+Inf"} ${l.count}`);
       out.push(`mailsvc_http_request_duration_seconds_sum{${labels}} ${l.sum}`);

@@ -1,3 +1,4 @@
+import { qOf } from "../db/raw";
 import type { Transaction } from "kysely";
 import { iso } from "../clock";
 import type { AppContext } from "../context";
@@ -82,7 +83,7 @@ export async function recordDeliveries(ctx: AppContext, trx: Transaction<DB>, ev
       });
     }
   }
-  // Raw statements on the feed transaction's own connection (it holds the database until it commits).
-  insertDeliveriesRaw(ctx.store.sqlite, rows);
+  // Raw statements on the feed's transaction.
+  await insertDeliveriesRaw(qOf(trx, ctx.store.engine), rows);
   return rows.length;
 }

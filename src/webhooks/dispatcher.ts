@@ -1,3 +1,4 @@
+import { atomic } from "../db/raw";
 import type { AppContext } from "../context";
 import { safeFetch, type SafeFetchOutcome } from "../net/safe-fetch";
 import { signWebhook } from "./sign";
@@ -96,7 +97,7 @@ export class WebhookDispatcher {
     this.pollMs = opts.pollMs ?? 500;
     this.timeoutMs = opts.timeoutMs ?? 10_000;
     this.commits = new GroupCommit(
-      (items) => this.ctx.store.exclusive((sqlite) => recordAttemptsRaw(sqlite, items)),
+      (items) => atomic(this.ctx.db, this.ctx.store.engine, (q) => recordAttemptsRaw(q, items)),
       5,
       () => this.running > 0, // another request on the wire will have an outcome to record soon
       (count, e) => this.ctx.log.error("webhook attempts failed to record", { count, error: String(e) }),

@@ -1,4 +1,4 @@
-import type { Database } from "bun:sqlite";
+import type { Q } from "../db/raw";
 import type { Kysely, Transaction } from "kysely";
 import type { DB } from "../db";
 import type { WebhookDeliveriesTable } from "../db/tables/webhooks";
@@ -24,9 +24,8 @@ const INSERT_DELIVERY = `INSERT INTO webhook_deliveries (${DELIVERY_COLUMNS.join
  * transaction (the event feed's): raw because every email event passes here (two rows per email in
  * scripts/bench/send.ts --webhooks, where Kysely's compile of the multi-row inserts was 5% of the server's CPU).
  */
-export function insertDeliveriesRaw(sqlite: Database, rows: DeliveryInsert[]): void {
-  const ins = sqlite.query(INSERT_DELIVERY);
-  for (const r of rows) ins.run(...(DELIVERY_COLUMNS.map((k) => r[k] ?? null) as never[]));
+export async function insertDeliveriesRaw(q: Q, rows: DeliveryInsert[]): Promise<void> {
+  for (const r of rows) await q.run(INSERT_DELIVERY, DELIVERY_COLUMNS.map((k) => r[k] ?? null));
 }
 
 export function enabledEndpointsOf(db: Kysely<DB> | Transaction<DB>, projectIds: string[]) {
@@ -87,19 +86,14 @@ export interface AttemptRecord {
 }
 
 /**
- * recordAttempt for a group of attempts, in one raw transaction (inside ctx.store.exclusive): every
+ * recordAttempt for a group of attempts, in one transaction (the caller's): every
  * webhook attempt passes here (scripts/bench/send.ts --webhooks: Kysely's per-row updates were 6% of the
  * server's CPU). Only a row still PENDING changes (a deleted endpoint's rows are gone).
  */
-export function recordAttemptsRaw(sqlite: Database, attempts: { id: string; record: AttemptRecord }[]): void {
-  if (!attempts.length) return;
-  const upd = sqlite.query(
-    `UPDATE webhook_deliveries SET status = ?, attempts = ?, next_attempt_at = ?, response_status = ?, response_body = ?, error = ?,
-       delivered_at = ?, updated_at = ? WHERE id = ? AND status = 'PENDING'`,
-  );
-  sqlite.transaction(() => {
-    for (const { id, record: r } of attempts) upd.run(r.status, r.attempts, r.nextAttemptAt, r.responseStatus, r.responseBody, r.error, r.deliveredAt, r.now, id);
-  })();
+export async function recordAttemptsRaw(q: Q, attempts: { id: string; record: AttemptRecord }[]): Promise<void> {
+  const upd = `UPDATE webhook_deliveries SET status = ?, attempts = ?, next_attempt_at = ?, response_status = ?, response_body = ?, error = ?,
+       delivered_at = ?, updated_at = ? WHERE id = ? AND status = 'PENDING'`;
+  for (const { id, record: r } of attempts) await q.run(upd, [r.status, r.attempts, r.nextAttemptAt, r.responseStatus, r.responseBody, r.error, r.deliveredAt, r.now, id]);
 }
 
 /** Records one attempt (the test ping); only a row still PENDING changes. */

@@ -2,6 +2,7 @@
 // the project, keys, members, domains and billing stay; another project is untouched. Also the
 // /security shape and setup-state.
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { rawGet } from "../../src/db/raw";
 import { projectTables } from "../../src/modules/projects/reset-store";
 import { expectEnvelope } from "../blackbox/support";
 import type { DeliveryEnv } from "../support/delivery";
@@ -36,10 +37,10 @@ async function populate(a: Account, tag: string) {
 }
 
 async function rowsOf(projectId: string) {
-  const sqlite = env.srv.ctx.store.sqlite;
+  const { db, store } = env.srv.ctx;
   const out: Record<string, number> = {};
-  for (const t of projectTables(sqlite)) {
-    const n = sqlite.query<{ n: number }, [string]>(`SELECT count(*) AS n FROM "${t}" WHERE project_id = ?`).get(projectId)!.n;
+  for (const t of await projectTables(db, store.engine)) {
+    const n = (await rawGet<{ n: number }>(db, store.engine, `SELECT count(*) AS n FROM "${t}" WHERE project_id = ?`, [projectId]))!.n;
     if (n) out[t] = n;
   }
   return out;

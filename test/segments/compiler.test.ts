@@ -8,7 +8,7 @@ const DAY = 86_400_000;
 const now = Date.UTC(2025, 0, 15, 12);
 const iso = (ms: number) => new Date(ms).toISOString();
 
-const aud = new Audience({
+const aud = await Audience.open({
   contacts: [
     { id: "c1", email: "a@x.com", subscribed: true, createdAt: now - 20 * DAY, updatedAt: now - DAY,
       data: { plan: "pro", age: 30, score: "10", vip: true, signup: iso(now - 5 * DAY), city: "Berlin" } },
@@ -109,26 +109,26 @@ const cases: Array<[string, ConditionTree, string[]]> = [
 
 describe("compiled SQL and in-memory evaluation select the same contacts", () => {
   for (const [name, tree, expected] of cases) {
-    test(name, () => {
+    test(name, async () => {
       expect(validateCondition(tree)).toEqual([]);
-      expect(aud.sqlIds(tree, { now })).toEqual(expected);
-      expect(aud.sqlIds(tree, { now, shape: "row" })).toEqual(expected);
+      expect(await aud.sqlIds(tree, { now })).toEqual(expected);
+      expect(await aud.sqlIds(tree, { now, shape: "row" })).toEqual(expected);
       expect(aud.memIds(tree, { now })).toEqual(expected);
     });
   }
 });
 
-test("workflow mode: event.<key> and workflow.<key> read the facts; triggered operators still read events", () => {
+test("workflow mode: event.<key> and workflow.<key> read the facts; triggered operators still read events", async () => {
   const facts = { event: { amount: 150, order: { id: "o1" } }, workflow: { step: "a" } };
   const t1 = one("event.amount", "greaterThan", 100);
   expect(validateCondition(t1, { mode: "workflow" })).toEqual([]);
-  expect(aud.sqlIds(t1, { now, facts })).toEqual(ALL);
+  expect(await aud.sqlIds(t1, { now, facts })).toEqual(ALL);
   expect(aud.memIds(t1, { now, facts })).toEqual(ALL);
   const t2 = { logic: "AND" as const, groups: [{ filters: [{ field: "event.order.id", operator: "equals", value: "o1" }, { field: "workflow.step", operator: "equals", value: "a" }, { field: "event.purchase", operator: "triggered" }] }] };
   expect(validateCondition(t2, { mode: "workflow" })).toEqual([]);
-  expect(aud.sqlIds(t2, { now, facts })).toEqual(["c1", "c2"]);
+  expect(await aud.sqlIds(t2, { now, facts })).toEqual(["c1", "c2"]);
   expect(aud.memIds(t2, { now, facts })).toEqual(["c1", "c2"]);
-  expect(aud.sqlIds(one("workflow.step", "equals", "b"), { now, facts })).toEqual([]);
+  expect(await aud.sqlIds(one("workflow.step", "equals", "b"), { now, facts })).toEqual([]);
   expect(validateCondition(one("workflow.step", "equals", "a"))[0]?.field).toBe("condition.groups[0].filters[0].field");
 });
 
@@ -153,7 +153,7 @@ describe("validation names the bad part of the bad filter", () => {
     ["filters not an array", { logic: "AND", groups: [{ filters: {} }] }, "condition.groups[0].filters"],
   ];
   for (const [name, tree, field] of bad) {
-    test(name, () => {
+    test(name, async () => {
       const issues = validateCondition(tree);
       expect(issues.length).toBeGreaterThan(0);
       expect(issues[0]!.field).toBe(field);

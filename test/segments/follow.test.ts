@@ -1,6 +1,7 @@
 // The pure half of segments/follow.ts: what a condition reads (segmentDeps) and whether one contact
 // write can move it (touches). /v1/track evaluates only the segments a write touches. Then the
 // follower itself on a real database, against the compiled SQL.
+import { atomic } from "../../src/db/raw";
 import { describe, expect, test } from "bun:test";
 import type { ConditionTree, SegmentDef } from "../../src/audience/conditions";
 import { followPlan, SegmentFollower, segmentDeps, touches, type ContactChange } from "../../src/audience/segments/follow";
@@ -60,7 +61,7 @@ describe("touches", () => {
 });
 
 describe("SegmentFollower on a real database", () => {
-  test("existing contacts with old and recent events: the stored membership is what the compiled SQL selects", () => {
+  test("existing contacts with old and recent events: the stored membership is what the compiled SQL selects", async () => {
     const DAY = 86_400_000;
     const now = Date.UTC(2024, 5, 15, 12);
     const ages = [null, 1, 3, 6.9, 7.1, 20, 400];
@@ -75,7 +76,7 @@ describe("SegmentFollower on a real database", () => {
         if (login !== null) for (const k of [0, 2]) events.push({ contactId: id, name: "email.open", createdAt: now - (login + k) * DAY });
       }),
     );
-    const aud = new Audience({ contacts, events, segments: [], members: [] });
+    const aud = await Audience.open({ contacts, events, segments: [], members: [] });
     try {
       const within = (op: string) => ({ field: "event.purchase", operator: op, value: 7, unit: "days" });
       const trees: ConditionTree[] = [
@@ -87,26 +88,27 @@ describe("SegmentFollower on a real database", () => {
         { logic: "OR", groups: [{ filters: [{ field: "data.plan", operator: "equals", value: "pro" }, { field: "email.open", operator: "triggeredWithin", value: 2, unit: "days" }] }, { filters: [within("triggeredOlderThan"), { field: "subscribed", operator: "equals", value: true }] }] },
       ];
       const tracked = trees.map((tree, i) => ({ id: `T${i}`, slug: `t${i}`, name: `T${i}`, tree }));
-      for (const t of tracked) aud.sqlite.query("INSERT INTO segments (id, project_id, name, slug, type, condition, track_membership, created_at, updated_at) VALUES (?, ?, ?, ?, 'DYNAMIC', ?, 1, 0, 0)").run(t.id, PROJECT, t.name, t.slug, JSON.stringify(t.tree));
+      for (const t of tracked) await aud.all("INSERT INTO segments (id, project_id, name, slug, type, condition, track_membership, created_at, updated_at) VALUES (?, ?, ?, ?, 'DYNAMIC', ?, 1, 0, 0)", [t.id, PROJECT, t.name, t.slug, JSON.stringify(t.tree)]);
       const plan = followPlan(PROJECT, tracked, new Map());
-      const follower = new SegmentFollower(aud.sqlite, now, (_, e) => {
-        throw e;
-      });
-      aud.sqlite.transaction(() => {
+      let follower!: SegmentFollower;
+      await atomic(aud.db, aud.engine, async (q) => {
+        follower = new SegmentFollower(q, now, (_, e) => {
+          throw e;
+        });
         // No stored memberships yet (the Audience seeds none): every match is an entry.
-        for (const c of contacts) follower.follow(plan, c, { isNew: false, keys: ["plan"], events: ["purchase", "email.open"], subscribed: true, updated: true }, new Set());
-        follower.finish();
-      })();
+        for (const c of contacts) await follower.follow(plan, c, { isNew: false, keys: ["plan"], events: ["purchase", "email.open"], subscribed: true, updated: true }, new Set());
+        await follower.finish();
+      });
       for (const t of tracked) {
-        const stored = aud.sqlite.query<{ contact_id: string }, [string]>("SELECT contact_id FROM segment_members WHERE segment_id = ? ORDER BY contact_id").all(t.id).map((r) => r.contact_id);
-        const sql = aud.sqlIds(t.tree, { now });
+        const stored = (await aud.all<{ contact_id: string }>("SELECT contact_id FROM segment_members WHERE segment_id = ? ORDER BY contact_id", [t.id])).map((r) => r.contact_id);
+        const sql = await aud.sqlIds(t.tree, { now });
         expect({ segment: t.id, stored }).toEqual({ segment: t.id, stored: sql });
         expect(sql.length).toBeGreaterThan(0);
         expect(sql.length).toBeLessThan(contacts.length);
         expect(follower.events.filter((e) => e.name === `segment.${t.slug}.entry`).length).toBe(sql.length);
       }
     } finally {
-      aud.close();
+      await aud.close();
     }
   });
 });

@@ -163,15 +163,15 @@ function randomTree(depth = 0): ConditionTree {
   return { logic: rand() < 0.5 ? "AND" : "OR", groups };
 }
 
-const aud = new Audience(buildSeed());
+const aud = await Audience.open(buildSeed());
 afterAll(() => aud.close());
 
-test("1,000 random trees: SQL compiler == in-memory evaluator on 2,000 contacts", () => {
+test("1,000 random trees: SQL compiler == in-memory evaluator on 2,000 contacts", async () => {
   let nonTrivial = 0;
   for (let i = 0; i < 1000; i++) {
     const tree = randomTree();
     expect(validateCondition(tree)).toEqual([]);
-    const sqlIds = aud.sqlIds(tree, { now });
+    const sqlIds = await aud.sqlIds(tree, { now });
     const memIds = aud.memIds(tree, { now });
     if (sqlIds.length !== memIds.length || sqlIds.some((id, k) => id !== memIds[k])) {
       const onlySql = sqlIds.filter((x) => !memIds.includes(x)).slice(0, 3);
@@ -179,7 +179,7 @@ test("1,000 random trees: SQL compiler == in-memory evaluator on 2,000 contacts"
       const show = (id: string) => JSON.stringify(aud.seed.contacts.find((c) => c.id === id));
       throw new Error(`tree #${i} differs: ${JSON.stringify(tree)}\nonly SQL: ${onlySql.map(show).join("\n")}\nonly memory: ${onlyMem.map(show).join("\n")}`);
     }
-    if (i % 10 === 0) expect(aud.sqlIds(tree, { now, shape: "row" })).toEqual(sqlIds);
+    if (i % 10 === 0) expect(await aud.sqlIds(tree, { now, shape: "row" })).toEqual(sqlIds);
     if (sqlIds.length > 0 && sqlIds.length < 2000) nonTrivial++;
   }
   // The generator is not degenerate: most trees select some but not all contacts.

@@ -1,11 +1,12 @@
-// A small in-process audience on a migrated SQLite file for the compiler's unit and property tests:
+// A small in-process audience on a migrated database of the suite's engine for the compiler's unit and property tests:
 // contacts + events + static memberships, and a runner that selects with the compiled SQL and with
 // the in-memory evaluator.
-import { Database } from "bun:sqlite";
-import { Kysely } from "kysely";
-import { BunSqliteDialect } from "../../src/db/bun-sqlite-dialect";
-import { migrate } from "../../src/db/migrate";
-import type { DB } from "../../src/db";
+import type { Kysely } from "kysely";
+import { openDatabase, openStore, type DB, type Store } from "../../src/db";
+import { useEngine } from "../../src/db/dialect";
+import { migrate, migrateStore } from "../../src/db/migrate";
+import { atomic, rawAll } from "../../src/db/raw";
+import { dropTestDatabase, TEST_ENGINE, testDatabaseUrl } from "../support/postgres";
 import { compileCondition, evaluateInMemory, evaluateKnown, type CompileContext, type ConditionTree, type MemContact, type MemEvent, type SegmentDef } from "../../src/audience/conditions";
 
 export const PROJECT = "p1";
@@ -20,49 +21,99 @@ export interface Seed {
 }
 
 export class Audience {
-  readonly sqlite: Database;
-  readonly db: Kysely<DB>;
   private eventsBy = new Map<string, MemEvent[]>();
   private membersBy = new Map<string, Set<string>>();
   readonly segments: Map<string, SegmentDef>;
   private own: Seed["contacts"] | null = null;
 
-  constructor(readonly seed: Seed) {
-    this.sqlite = new Database(":memory:", { strict: true });
-    this.sqlite.exec("PRAGMA foreign_keys = ON");
-    migrate(this.sqlite);
-    this.db = new Kysely<DB>({ dialect: new BunSqliteDialect(this.sqlite) });
-    const s = this.sqlite;
-    for (const p of [PROJECT, OTHER]) {
-      s.query("INSERT INTO projects (id, name, public_key, secret_key, created_at, updated_at) VALUES (?, ?, ?, ?, 0, 0)").run(p, p, `pk_${p}`, `sk_${p}`);
+  private constructor(
+    readonly seed: Seed,
+    readonly store: Store,
+  ) {
+    this.segments = new Map(seed.segments.map((g) => [g.id, g]));
+  }
+
+  get db(): Kysely<DB> {
+    return this.store.db;
+  }
+
+  get engine() {
+    return this.store.engine;
+  }
+
+  /** A migrated database of the suite's engine (an in-memory SQLite file, or a fresh PostgreSQL database) holding `seed`. */
+  static async open(seed: Seed): Promise<Audience> {
+    let store: Store;
+    if (TEST_ENGINE === "postgres") {
+      store = openDatabase({ db: "", databaseUrl: await testDatabaseUrl() });
+      await migrateStore(store);
+    } else {
+      store = openStore(":memory:");
+      migrate(store.sqlite);
     }
-    s.transaction(() => {
-      const ic = s.query("INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)");
-      for (const c of seed.contacts) ic.run(c.id, c.projectId ?? PROJECT, c.email, c.subscribed ? 1 : 0, JSON.stringify(c.data), c.createdAt, c.updatedAt);
-      const ie = s.query("INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at) VALUES (?, ?, ?, ?, NULL, NULL, ?)");
+    useEngine(store.engine);
+    const aud = new Audience(seed, store);
+    await aud.fill();
+    return aud;
+  }
+
+  private async fill() {
+    const seed = this.seed;
+    await atomic(this.db, this.engine, async (q) => {
+      for (const p of [PROJECT, OTHER]) {
+        await q.run("INSERT INTO projects (id, name, public_key, secret_key, created_at, updated_at) VALUES (?, ?, ?, ?, 0, 0)", [p, p, `pk_${p}`, `sk_${p}`]);
+      }
+      for (const c of seed.contacts) {
+        await q.run("INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)", [
+          c.id,
+          c.projectId ?? PROJECT,
+          c.email,
+          c.subscribed ? 1 : 0,
+          JSON.stringify(c.data),
+          c.createdAt,
+          c.updatedAt,
+        ]);
+      }
       for (const e of seed.events) {
-        ie.run(Bun.randomUUIDv7(undefined, e.createdAt), e.projectId ?? PROJECT, e.contactId, e.name, e.createdAt);
+        await q.run("INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at) VALUES (?, ?, ?, ?, NULL, NULL, ?)", [
+          Bun.randomUUIDv7(undefined, e.createdAt),
+          e.projectId ?? PROJECT,
+          e.contactId,
+          e.name,
+          e.createdAt,
+        ]);
         const list = this.eventsBy.get(e.contactId) ?? [];
         list.push({ name: e.name, createdAt: e.createdAt });
         this.eventsBy.set(e.contactId, list);
       }
-      const is = s.query("INSERT INTO segments (id, project_id, name, slug, type, condition, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 0, 0)");
-      for (const g of seed.segments) is.run(g.id, PROJECT, g.id, g.id, g.type, g.condition ? JSON.stringify(g.condition) : null);
-      const im = s.query("INSERT INTO segment_members (segment_id, contact_id, created_at) VALUES (?, ?, 0)");
+      for (const g of seed.segments) {
+        await q.run("INSERT INTO segments (id, project_id, name, slug, type, condition, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 0, 0)", [
+          g.id,
+          PROJECT,
+          g.id,
+          g.id,
+          g.type,
+          g.condition ? JSON.stringify(g.condition) : null,
+        ]);
+      }
       for (const m of seed.members) {
-        im.run(m.segmentId, m.contactId);
+        await q.run("INSERT INTO segment_members (segment_id, contact_id, created_at) VALUES (?, ?, 0)", [m.segmentId, m.contactId]);
         const set = this.membersBy.get(m.contactId) ?? new Set();
         set.add(m.segmentId);
         this.membersBy.set(m.contactId, set);
       }
-    })();
-    this.segments = new Map(seed.segments.map((g) => [g.id, g]));
+    });
+  }
+
+  /** Runs a statement written in SQLite's form on the audience's database. */
+  all<T>(sqliteText: string, params: unknown[] = []): Promise<T[]> {
+    return rawAll<T>(this.db, this.engine, sqliteText, params);
   }
 
   /** Ids of PROJECT's contacts selected by the compiled SQL. */
-  sqlIds(tree: ConditionTree, ctx: Omit<CompileContext, "projectId" | "segments"> & { shape?: "set" | "row" }): string[] {
+  async sqlIds(tree: ConditionTree, ctx: Omit<CompileContext, "projectId" | "segments"> & { shape?: "set" | "row" }): Promise<string[]> {
     const { sql, params } = compileCondition(tree, { ...ctx, projectId: PROJECT, segments: this.segments });
-    const rows = this.sqlite.query<{ id: string }, any[]>(`SELECT c.id FROM contacts c WHERE c.project_id = ? AND (${sql}) ORDER BY c.id`).all(PROJECT, ...(params as any[]));
+    const rows = await this.all<{ id: string }>(`SELECT c.id FROM contacts c WHERE c.project_id = ? AND (${sql}) ORDER BY c.id`, [PROJECT, ...params]);
     return rows.map((r) => r.id);
   }
 
@@ -102,7 +153,9 @@ export class Audience {
     return { decided, total: this.own.length, wrong };
   }
 
-  close() {
-    this.sqlite.close();
+  async close() {
+    const url = TEST_ENGINE === "postgres" ? (this.store.pg?.options as { connectionString?: string } | undefined)?.connectionString : undefined;
+    await this.store.close();
+    if (url) await dropTestDatabase(url).catch(() => {});
   }
 }

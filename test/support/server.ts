@@ -8,6 +8,7 @@ import { loadConfig, type Config } from "../../src/config";
 import { createLogger } from "../../src/http/logger";
 import { startService, type RunningService } from "../../src/server";
 import { waitFor } from "./wait";
+import { dropTestDatabase, TEST_ENGINE, testDatabaseUrl } from "./postgres";
 
 export interface TestServer extends RunningService {
   clock: ManualClock;
@@ -70,8 +71,11 @@ export interface StartServerOptions {
 export async function startServer(opts: StartServerOptions = {}): Promise<TestServer> {
   const dir = mkdtempSync(join(tmpdir(), "mailsvc-test-"));
   const dbPath = opts.dbPath ?? join(dir, "test.db");
+  // MAILSVC_TEST_ENGINE=postgres: the same test on a database of the suite's PostgreSQL (the path a
+  // restart test passes again names the same database).
+  const databaseUrl = TEST_ENGINE === "postgres" && !opts.config?.db && !opts.config?.databaseUrl ? await testDatabaseUrl(opts.dbPath) : undefined;
   const config = loadConfig({}, {}, {
-    db: dbPath,
+    ...(databaseUrl ? { databaseUrl } : opts.config?.databaseUrl ? {} : { db: dbPath }),
     host: "127.0.0.1",
     port: 0,
     publicUrl: "",
@@ -107,6 +111,7 @@ export async function startServer(opts: StartServerOptions = {}): Promise<TestSe
     async close() {
       await svc.stop();
       if (!opts.dbPath) rmSync(dir, { recursive: true, force: true });
+      if (databaseUrl && !opts.dbPath) await dropTestDatabase(databaseUrl).catch(() => {});
     },
   };
 }
@@ -164,6 +169,11 @@ export interface SpawnedServer {
 /** Runs `bun src/main.ts serve` as a child process (for crash and signal tests). */
 export async function spawnServer(env: Record<string, string>, timeoutMs = 10_000): Promise<SpawnedServer> {
   const port = await freeTcpPort();
+  if (TEST_ENGINE === "postgres" && env.MAILSVC_DB && !env.MAILSVC_DATABASE_URL) {
+    // The same file path names the same PostgreSQL database (restart tests spawn twice on one path).
+    const { MAILSVC_DB, ...rest } = env;
+    env = { ...rest, MAILSVC_DATABASE_URL: await testDatabaseUrl(MAILSVC_DB) };
+  }
   let out = "";
   const proc = Bun.spawn([process.execPath, join(import.meta.dir, "../../src/main.ts"), "serve"], {
     env: { ...process.env, MAILSVC_HOST: "127.0.0.1", MAILSVC_PORT: String(port), MAILSVC_LOG_REQUESTS: "false", ...env },

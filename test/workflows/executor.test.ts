@@ -28,7 +28,7 @@ test("re-running a step job that already committed changes nothing", async () =>
   const done = await waitForExecution(c, wf.id, ex.id, "COMPLETED");
   // Replay every job this execution ever had (the start and the DELAY's resume).
   for (const payload of mine) {
-    const r = await runStepJob(env.srv.ctx, { id: "replay", type: STEP_JOB, projectId: null, payload, checkpoint: null, attempt: 1, save: async () => {}, startCheckpoint: async () => true, saveWithin: () => true });
+    const r = await runStepJob(env.srv.ctx, { id: "replay", type: STEP_JOB, projectId: null, payload, checkpoint: null, attempt: 1, save: async () => {}, startCheckpoint: async () => true, saveWithin: async () => true });
     expect(r).toMatchObject({ stale: true });
   }
   const after = await must(c.api(`/workflows/${wf.id}/executions/${ex.id}`, { key: c.key }), 200);

@@ -61,7 +61,7 @@ function dataFilter(key: string, op: string, value: unknown, unit: unknown, now:
       return op === "equals" ? d.isBoolean(key, value as boolean) : FALSE;
     case "number": {
       const n = numberOf(value)!;
-      return q`((${d.isNumber(key)} AND ${x}${cmp}${n}) OR (${d.isText(key)} AND ${d.isNumericText(x)} AND ${d.textNumber(x)}${cmp}${n}))`;
+      return q`((${d.isNumber(key)} AND ${d.numberValue(key)}${cmp}${n}) OR (${d.isText(key)} AND ${d.isNumericText(x)} AND ${d.textNumber(x)}${cmp}${n}))`;
     }
     case "date":
       return q`(${d.isText(key)} AND ${d.isDateText(x)} AND ${d.dateMs(x)}${cmp}${dateText(value as string)!})`;
@@ -83,11 +83,11 @@ function emailFilter(op: string, value: unknown): Frag {
     case "equals":
       return q`c.email = ${v}`;
     case "contains":
-      return q`c.email LIKE ${`%${d.likeEscape(v)}%`} ESCAPE '\\'`;
+      return q`c.email ${raw(d.like())} ${`%${d.likeEscape(v)}%`} ESCAPE '\\'`;
     case "startsWith":
-      return q`c.email LIKE ${`${d.likeEscape(v)}%`} ESCAPE '\\'`;
+      return q`c.email ${raw(d.like())} ${`${d.likeEscape(v)}%`} ESCAPE '\\'`;
     case "endsWith":
-      return q`c.email LIKE ${`%${d.likeEscape(v)}`} ESCAPE '\\'`;
+      return q`c.email ${raw(d.like())} ${`%${d.likeEscape(v)}`} ESCAPE '\\'`;
   }
   return FALSE;
 }

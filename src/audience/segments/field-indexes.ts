@@ -48,15 +48,18 @@ export async function ensureFieldIndexes(ctx: AppContext, tree: ConditionTree | 
   const sets = equalsFieldSets(tree);
   if (!sets.length) return [];
   try {
-    const existing = new Set(
-      (await sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE ${FIELD_INDEX_PREFIX + "%"}`.execute(ctx.db)).rows.map((r) => r.name),
-    );
+    const pg = ctx.store.engine === "postgres";
+    const listed = pg
+      ? sql<{ name: string }>`SELECT indexname AS name FROM pg_indexes WHERE schemaname = current_schema() AND indexname LIKE ${FIELD_INDEX_PREFIX + "%"}`
+      : sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE ${FIELD_INDEX_PREFIX + "%"}`;
+    const existing = new Set((await listed.execute(ctx.db)).rows.map((r) => r.name));
     const created: string[] = [];
     for (const keys of sets) {
       const name = fieldIndexName(keys);
       if (existing.has(name)) continue;
       if (existing.size >= MAX_FIELD_INDEXES) break;
-      const cols = keys.map((key) => `json_extract(data, '$."${key.replaceAll("'", "''")}"')`).join(", ");
+      // The expression the compiler writes for `equals` (src/db/dialect/*: jsonValue), so the planner uses it.
+      const cols = keys.map((key) => (pg ? `(data ->> '${key.replaceAll("'", "''")}')` : `json_extract(data, '$."${key.replaceAll("'", "''")}"')`)).join(", ");
       await sql.raw(`CREATE INDEX IF NOT EXISTS ${name} ON contacts (project_id, ${cols})`).execute(ctx.db);
       existing.add(name);
       created.push(name);

@@ -20,7 +20,7 @@
  * and memberCount deltas are written in the same transaction as the track itself. Every match is
  * decided before the first write, so the order of the segments does not matter.
  */
-import type { Database } from "bun:sqlite";
+import type { Q } from "../../db/raw";
 import { evaluateInMemory, evaluateKnown, parseField, type ConditionTree, type MemContact, type MemEvent, type SegmentDef } from "../conditions";
 import type { RecordedEvent } from "../events";
 import type { TrackedSegment } from "./membership";
@@ -124,7 +124,7 @@ export class SegmentFollower {
   private readonly failed = new Set<string>();
 
   constructor(
-    private readonly sqlite: Database,
+    private readonly q: Q,
     private readonly now: number,
     private readonly onError: (segmentId: string, e: unknown) => void,
   ) {}
@@ -134,7 +134,7 @@ export class SegmentFollower {
    * `stored`: the contact's stored memberships before the write, read with its row in the same
    * look-up (raw.ts upsertContactRaw withMemberships).
    */
-  follow(plan: FollowPlan, contact: MemContact, change: ContactChange, stored: ReadonlySet<string>): void {
+  async follow(plan: FollowPlan, contact: MemContact, change: ContactChange, stored: ReadonlySet<string>): Promise<void> {
     const touched = plan.tracked.filter((t) => touches(t.deps, change) && !this.failed.has(t.seg.id));
     if (!touched.length) return;
     const newEvents: MemEvent[] | null = change.isNew ? change.events.map((name) => ({ name, createdAt: this.now })) : null;
@@ -155,7 +155,7 @@ export class SegmentFollower {
     }
     let sqlMatches: boolean[] = [];
     try {
-      sqlMatches = this.matchInSql(plan, inSql, contact.id);
+      sqlMatches = await this.matchInSql(plan, inSql, contact.id);
     } catch (e) {
       this.fail(inSql, e);
     }
@@ -166,7 +166,7 @@ export class SegmentFollower {
     for (const { seg } of touched) {
       const match = decided.get(seg);
       if (match === undefined || match === stored.has(seg.id)) continue;
-      this.events.push(writeMoveRaw(this.sqlite, plan.projectId, this.now, seg, contact.id, match));
+      this.events.push(await writeMoveRaw(this.q, plan.projectId, this.now, seg, contact.id, match));
       this.deltas.set(seg.id, (this.deltas.get(seg.id) ?? 0) + (match ? 1 : -1));
     }
   }
@@ -175,8 +175,8 @@ export class SegmentFollower {
   readonly recount: string[] = [];
 
   /** Writes the memberCount deltas; call once, last, inside the same transaction. */
-  finish(): void {
-    this.recount.push(...addToCountsRaw(this.sqlite, this.deltas));
+  async finish(): Promise<void> {
+    this.recount.push(...(await addToCountsRaw(this.q, this.deltas)));
     this.deltas.clear();
   }
 
@@ -189,7 +189,7 @@ export class SegmentFollower {
   }
 
   /** Whether the contact matches each of `segs`: one query, a CASE column per segment. */
-  private matchInSql(plan: FollowPlan, segs: readonly TrackedSegment[], contactId: string): boolean[] {
+  private async matchInSql(plan: FollowPlan, segs: readonly TrackedSegment[], contactId: string): Promise<boolean[]> {
     if (!segs.length) return [];
     const key = segs.map((s) => s.id).join(" ");
     let c = this.compiled.get(key);
@@ -198,7 +198,7 @@ export class SegmentFollower {
       c = { sql: `SELECT ${cols.sql} FROM contacts c WHERE c.id = ?`, params: cols.params };
       this.compiled.set(key, c);
     }
-    const row = this.sqlite.query<Record<string, number>, any[]>(c.sql).get(...(c.params as any[]), contactId);
+    const row = await this.q.get<Record<string, number>>(c.sql, [...c.params, contactId]);
     return segs.map((_, k) => Number(row?.[`m${k}`]) === 1);
   }
 }

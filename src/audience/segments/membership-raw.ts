@@ -1,11 +1,11 @@
 /**
  * Raw bun:sqlite sibling of reevaluateContacts (membership.ts) for the hot paths
  * (scripts/bench/segments.ts): the same query and diff as prepared statements with constant SQL
- * text (id lists go in as one JSON array through json_each), run inside ctx.store.exclusive in ONE
+ * text (id lists go in as one JSON array through json_each), run in ONE
  * transaction. matchColumns, writeMoveRaw and addToCountsRaw are shared with /v1/track's follower
  * (follow.ts).
  */
-import type { Database } from "bun:sqlite";
+import type { Q } from "../../db/raw";
 import { compileFrag, type SegmentDef } from "../conditions";
 import type { RecordedEvent } from "../events";
 import { insertEventRaw } from "../raw";
@@ -34,12 +34,12 @@ export function matchColumns(segs: readonly TrackedSegment[], ctx: { projectId: 
 }
 
 /** One move of a contact: its member row added (`match`) or removed, and its entry/exit event. */
-export function writeMoveRaw(sqlite: Database, projectId: string, now: number, seg: TrackedSegment, contactId: string, match: boolean): RecordedEvent {
-  if (match) sqlite.query(ADD).run(seg.id, contactId, now);
-  else sqlite.query(REMOVE).run(seg.id, contactId);
+export async function writeMoveRaw(q: Q, projectId: string, now: number, seg: TrackedSegment, contactId: string, match: boolean): Promise<RecordedEvent> {
+  if (match) await q.run(ADD, [seg.id, contactId, now]);
+  else await q.run(REMOVE, [seg.id, contactId]);
   const name = match ? entryEvent(seg.slug) : exitEvent(seg.slug);
   const data = { segmentId: seg.id, segmentName: seg.name };
-  const eventId = insertEventRaw(sqlite, now, { projectId, contactId, name, data });
+  const eventId = await insertEventRaw(q, now, { projectId, contactId, name, data });
   return { projectId, contactId, eventId, name, data };
 }
 
@@ -47,9 +47,9 @@ export function writeMoveRaw(sqlite: Database, projectId: string, now: number, s
  * memberCount += delta for each segment id in sync (zero deltas skipped). Returns the ids of the
  * segments that moved while out of sync: hand them to scheduleRecount (recount.ts) after the commit.
  */
-export function addToCountsRaw(sqlite: Database, deltas: Iterable<[string, number]>): string[] {
+export async function addToCountsRaw(q: Q, deltas: Iterable<[string, number]>): Promise<string[]> {
   const recount: string[] = [];
-  for (const [id, d] of deltas) if (d && sqlite.query(COUNT).run(d, id).changes === 0) recount.push(id);
+  for (const [id, d] of deltas) if (d && (await q.run(COUNT, [d, id])) === 0) recount.push(id);
   return recount;
 }
 
@@ -57,31 +57,30 @@ export function addToCountsRaw(sqlite: Database, deltas: Iterable<[string, numbe
  * Diffs `ids` against every tracked segment and writes membership rows and entry/exit events. Call
  * inside a transaction. `recount`: segments to recount after the commit (addToCountsRaw).
  */
-export function reevaluateRaw(
-  sqlite: Database,
+export async function reevaluateRaw(
+  q: Q,
   projectId: string,
   now: number,
   segs: readonly TrackedSegment[],
   segments: ReadonlyMap<string, SegmentDef>,
   ids: readonly string[],
-): { events: RecordedEvent[]; recount: string[] } {
+): Promise<{ events: RecordedEvent[]; recount: string[] }> {
   const cols = matchColumns(segs, { projectId, now, segments });
   const select = `SELECT c.id AS id, ${cols.sql} FROM contacts c WHERE c.project_id = ? AND c.id IN (SELECT value FROM json_each(?))`;
-  const rows = sqlite.query<Record<string, number | string>, any[]>(select).all(...(cols.params as any[]), projectId, JSON.stringify(ids));
-  const stored = sqlite
-    .query<{ segment_id: string; contact_id: string }, [string, string]>(STORED)
-    .all(JSON.stringify(ids), JSON.stringify(segs.map((s) => s.id)));
+  const rows = await q.all<Record<string, number | string>>(select, [...cols.params, projectId, JSON.stringify(ids)]);
+  const stored = await q.all<{ segment_id: string; contact_id: string }>(STORED, [JSON.stringify(ids), JSON.stringify(segs.map((s) => s.id))]);
   const storedSet = new Set(stored.map((r) => `${r.segment_id} ${r.contact_id}`));
   const events: RecordedEvent[] = [];
   const deltas = new Map<string, number>();
   for (const row of rows) {
     const cid = row.id as string;
-    segs.forEach((s, k) => {
+    for (let k = 0; k < segs.length; k++) {
+      const s = segs[k]!;
       const match = Number(row[`m${k}`]) === 1;
-      if (match === storedSet.has(`${s.id} ${cid}`)) return;
-      events.push(writeMoveRaw(sqlite, projectId, now, s, cid, match));
+      if (match === storedSet.has(`${s.id} ${cid}`)) continue;
+      events.push(await writeMoveRaw(q, projectId, now, s, cid, match));
       deltas.set(s.id, (deltas.get(s.id) ?? 0) + (match ? 1 : -1));
-    });
+    }
   }
-  return { events, recount: addToCountsRaw(sqlite, deltas) };
+  return { events, recount: await addToCountsRaw(q, deltas) };
 }

@@ -7,6 +7,7 @@
  * in that transaction: POST /segments/:id/compute and the sweep (whole segment), and contact writes
  * (reevaluateContacts: only the written contacts, every tracked segment of the project in one query).
  */
+import { atomic } from "../../db/raw";
 import { sql, type Insertable, type Transaction } from "kysely";
 import type { AppContext } from "../../context";
 import type { DB } from "../../db";
@@ -131,7 +132,7 @@ export async function reevaluateContacts(ctx: AppContext, projectId: string, con
   const recount = new Set<string>();
   for (let i = 0; i < contactIds.length; i += CHUNK) {
     const ids = contactIds.slice(i, i + CHUNK);
-    const r = await ctx.store.exclusive((sqlite) => sqlite.transaction(() => reevaluateRaw(sqlite, projectId, ctx.clock.now(), segs, plan.segments, ids))());
+    const r = await atomic(ctx.db, ctx.store.engine, (q) => reevaluateRaw(q, projectId, ctx.clock.now(), segs, plan.segments, ids));
     events.push(...r.events);
     for (const id of r.recount) recount.add(id);
   }

@@ -1,3 +1,4 @@
+import { dialect } from "../../db/dialect";
 import { sql, type Kysely } from "kysely";
 import type { DB } from "../../db";
 import { idAtTime } from "../../db/ids";
@@ -28,7 +29,7 @@ function filtered(db: Kysely<DB>, projectId: string, f: ActivityFilters) {
     q = q.where((eb) => {
       const ors = [];
       if (names.length) ors.push(eb("e.name", "in", names));
-      if (wantClient) ors.push(eb.not(eb.or(SYSTEM_PATTERNS.map((p) => sql<boolean>`e.name GLOB ${p}`))));
+      if (wantClient) ors.push(eb.not(eb.or(SYSTEM_PATTERNS.map((p) => dialect().glob("e.name", p)))));
       return eb.or(ors);
     });
   }

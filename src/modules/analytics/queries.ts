@@ -1,3 +1,4 @@
+import { dialect } from "../../db/dialect";
 /**
  * Reads of the rollups of migration 011 (event_rollup_hourly/daily, event_name_totals,
  * contact_field_stats). Windows are answered exactly: whole days from the daily table, whole hours
@@ -187,7 +188,7 @@ const campaignsTableCache = new WeakMap<Kysely<DB>, boolean>();
 export async function hasCampaigns(db: Kysely<DB>): Promise<boolean> {
   const known = campaignsTableCache.get(db);
   if (known) return true;
-  const r = await sql<{ n: number }>`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'campaigns'`.execute(db);
+  const r = await dialect().tableExistsSql("campaigns").execute(db);
   const has = Number(r.rows[0]?.n ?? 0) > 0;
   if (has) campaignsTableCache.set(db, true);
   return has;

@@ -21,7 +21,7 @@
  * ctx.store.exclusive + a sqlite transaction). `admitInbound` never throws: over the cap it counts
  * the message as dropped and answers false.
  */
-import type { Database } from "bun:sqlite";
+import type { Q } from "../../db/raw";
 import type { Kysely } from "kysely";
 import type { AppContext } from "../../context";
 import type { DB } from "../../db";
@@ -76,18 +76,18 @@ const LIMIT_SQL: Record<BillingCategory, string> = Object.fromEntries(
 const USED_SQL = "SELECT used FROM billing_usage WHERE project_id = ? AND period_start = ? AND category = ?";
 const ADD_SQL =
   "INSERT INTO billing_usage (project_id, period_start, category, used, dropped) VALUES (?, ?, ?, ?, 0) " +
-  "ON CONFLICT (project_id, period_start, category) DO UPDATE SET used = used + excluded.used";
+  "ON CONFLICT (project_id, period_start, category) DO UPDATE SET used = billing_usage.used + excluded.used";
 
-/** consumeQuota for callers holding ctx.store.exclusive inside a sqlite transaction. */
-export function consumeQuotaRaw(sqlite: Database, now: number, projectId: string, category: BillingCategory, n: number): void {
+/** consumeQuota for callers running raw statements inside their transaction. */
+export async function consumeQuotaRaw(q: Q, now: number, projectId: string, category: BillingCategory, n: number): Promise<void> {
   if (n <= 0) return;
   const period = periodOf(now).start;
-  const cap = sqlite.query<{ cap: number | null }, [string]>(LIMIT_SQL[category]).get(projectId)?.cap ?? null;
+  const cap = (await q.get<{ cap: number | null }>(LIMIT_SQL[category], [projectId]))?.cap ?? null;
   if (cap !== null) {
-    const used = sqlite.query<{ used: number }, [string, number, string]>(USED_SQL).get(projectId, period, category)?.used ?? 0;
+    const used = (await q.get<{ used: number }>(USED_SQL, [projectId, period, category]))?.used ?? 0;
     if (used + n > cap) throw billingLimitExceeded(category, used, cap, n);
   }
-  sqlite.query(ADD_SQL).run(projectId, period, category, n);
+  await q.run(ADD_SQL, [projectId, period, category, n]);
 }
 
 /**

@@ -6,6 +6,7 @@
 // emails (campaign_id, contact_id)). The rendered content was stored once when sending began; the
 // outbox fills each recipient's variables, links and headers at delivery time.
 import type { AppContext } from "../../context";
+import { atomic } from "../../db/raw";
 import type { JobRunContext } from "../../jobs/queue";
 import { wakeOutbox } from "../../mail/outbox";
 import { audienceWhere } from "./audience";
@@ -34,7 +35,7 @@ export async function runFanout(ctx: AppContext, job: JobRunContext<{ campaignId
   for (;;) {
     const select = q.audienceBatchQuery(ctx.db, c.project_id, where, afterId, limit).compile();
     const input = { campaignId: c.id, projectId: c.project_id, contentId: c.content_id, templateId: c.template_id, afterId, select, now: ctx.clock.now(), hostname: ctx.config.hostname };
-    const step = await ctx.store.exclusive((sqlite) => q.writeFanoutBatchRaw(sqlite, input, varsOf));
+    const step = await atomic(ctx.db, ctx.store.engine, (raw, trx) => q.writeFanoutBatchRaw(raw, trx, input, varsOf));
     if ("stop" in step) return { written, stopped: true };
     wakeOutbox(ctx);
     if ("done" in step) {

@@ -1,6 +1,6 @@
 // Data access of campaigns (Kysely; Postgres-compatible SQL). The fan-out's batch writes live
 // here too: one transaction per batch writes the email rows and moves the keyset checkpoint.
-import type { Database } from "bun:sqlite";
+import type { Q } from "../../db/raw";
 import { sql, type CompiledQuery, type Expression, type Kysely, type Selectable, type SqlBool, type Transaction } from "kysely";
 import { messageIdFor } from "../../mail/build";
 import { SUPPRESSED_REPLY } from "../../mail/suppressions";
@@ -221,33 +221,33 @@ const FANOUT_INSERT = `INSERT INTO emails (id, project_id, content_id, contact_i
  * One fan-out batch in ONE transaction: read the next contacts, write their email rows, move the
  * checkpoint. Raw bun:sqlite on the benchmarked fan-out hot path (scripts/bench/campaign.ts: 100k
  * recipients in under 5 s); its Kysely sibling is audienceBatch + insertEmails (src/mail/enqueue.ts).
- * Run inside ctx.store.exclusive.
+ * Run inside a transaction (`q` and `trx` on it).
  */
-export function writeFanoutBatchRaw(sqlite: Database, b: BatchInput, varsOf: (r: AudienceRow) => string): BatchStep {
-  return sqlite.transaction((): BatchStep => {
-    const c = sqlite
-      .query<{ status: string; fanout_done: number; fanout_last_id: string | null }, [string]>("SELECT status, fanout_done, fanout_last_id FROM campaigns WHERE id = ?")
-      .get(b.campaignId);
-    if (!c || c.status !== "SENDING" || c.fanout_done || c.fanout_last_id !== b.afterId) return { stop: true };
-    const rows = sqlite.query<AudienceRow, any[]>(b.select.sql).all(...(b.select.parameters as any[]));
-    if (!rows.length) {
-      const total = sqlite.query<{ n: number }, [string]>("SELECT count(*) AS n FROM emails WHERE campaign_id = ?").get(b.campaignId)!.n;
-      sqlite.query("UPDATE campaigns SET fanout_done = 1, total_recipients = ?, updated_at = ? WHERE id = ?").run(total, b.now, b.campaignId);
-      return { done: true, total };
-    }
-    const insert = sqlite.query(FANOUT_INSERT);
-    for (const r of rows) {
-      const id = Bun.randomUUIDv7();
-      const suppressed = r.suppressed !== null;
-      insert.run(id, b.projectId, b.contentId, r.id, r.email, varsOf(r), suppressed ? "SUPPRESSED" : "PENDING", b.campaignId, b.templateId,
-        messageIdFor(id, b.hostname), suppressed ? null : b.now, suppressed ? SUPPRESSED_REPLY : null, b.now, b.now);
-      // A suppressed recipient is on the contact's trail too (every delivery outcome is an event).
-      if (suppressed) insertEventRaw(sqlite, b.now, { projectId: b.projectId, contactId: r.id, name: "email.suppressed", emailId: id, data: { emailId: id, to: r.email, campaignId: b.campaignId, reply: SUPPRESSED_REPLY } });
-    }
-    const lastId = rows[rows.length - 1]!.id;
-    sqlite.query("UPDATE campaigns SET fanout_last_id = ? WHERE id = ?").run(lastId, b.campaignId);
-    return { n: rows.length, lastId };
-  })();
+export async function writeFanoutBatchRaw(q: Q, trx: Kysely<any>, b: BatchInput, varsOf: (r: AudienceRow) => string): Promise<BatchStep> {
+  // On PostgreSQL the campaign row is locked: a second run of this job (an expired lease on another
+  // instance) waits here, then sees the moved checkpoint and stops.
+  const c = await q.get<{ status: string; fanout_done: number; fanout_last_id: string | null }>(
+    q.engine === "postgres" ? "SELECT status, fanout_done, fanout_last_id FROM campaigns WHERE id = ? FOR UPDATE" : "SELECT status, fanout_done, fanout_last_id FROM campaigns WHERE id = ?",
+    [b.campaignId],
+  );
+  if (!c || c.status !== "SENDING" || c.fanout_done || c.fanout_last_id !== b.afterId) return { stop: true };
+  const rows = (await trx.executeQuery<AudienceRow>(b.select)).rows;
+  if (!rows.length) {
+    const total = (await q.get<{ n: number }>("SELECT count(*) AS n FROM emails WHERE campaign_id = ?", [b.campaignId]))!.n;
+    await q.run("UPDATE campaigns SET fanout_done = 1, total_recipients = ?, updated_at = ? WHERE id = ?", [total, b.now, b.campaignId]);
+    return { done: true, total };
+  }
+  for (const r of rows) {
+    const id = Bun.randomUUIDv7();
+    const suppressed = r.suppressed !== null;
+    await q.run(FANOUT_INSERT, [id, b.projectId, b.contentId, r.id, r.email, varsOf(r), suppressed ? "SUPPRESSED" : "PENDING", b.campaignId, b.templateId,
+      messageIdFor(id, b.hostname), suppressed ? null : b.now, suppressed ? SUPPRESSED_REPLY : null, b.now, b.now]);
+    // A suppressed recipient is on the contact's trail too (every delivery outcome is an event).
+    if (suppressed) await insertEventRaw(q, b.now, { projectId: b.projectId, contactId: r.id, name: "email.suppressed", emailId: id, data: { emailId: id, to: r.email, campaignId: b.campaignId, reply: SUPPRESSED_REPLY } });
+  }
+  const lastId = rows[rows.length - 1]!.id;
+  await q.run("UPDATE campaigns SET fanout_last_id = ? WHERE id = ?", [lastId, b.campaignId]);
+  return { n: rows.length, lastId };
 }
 
 /** SENT once the fan-out is done and none of its emails is PENDING, SENDING or DEFERRED. */

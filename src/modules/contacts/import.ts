@@ -7,7 +7,7 @@
  * keeps an existing contact's state, new contacts are subscribed), every other column a string in
  * `data` (the data rules apply: an empty cell does not overwrite).
  */
-import type { Database } from "bun:sqlite";
+import { atomic, type Q } from "../../db/raw";
 import { parse, type Options } from "csv-parse";
 import { parse as parseSync } from "csv-parse/sync";
 import { Readable } from "node:stream";
@@ -157,7 +157,7 @@ interface Row {
   cells: string[];
 }
 
-function applyRow(sqlite: Database, now: number, projectId: string, cols: Columns, r: Row, cp: ImportCheckpoint, events: RecordedEvent[], written: string[] = []) {
+async function applyRow(q: Q, now: number, projectId: string, cols: Columns, r: Row, cp: ImportCheckpoint, events: RecordedEvent[], written: string[] = []) {
   const fail = (email: string | null, error: string) => {
     cp.failed++;
     if (cp.errors.length < MAX_REPORTED_ERRORS) cp.errors.push({ row: r.row, email, error });
@@ -178,10 +178,15 @@ function applyRow(sqlite: Database, now: number, projectId: string, cols: Column
     if (v !== undefined) data[key] = v.trim();
   }
   let res;
+  // A failing statement is rolled back on its own (SQLite) or to the row's savepoint (PostgreSQL,
+  // where an error aborts the whole transaction otherwise); the row is reported and the chunk goes on.
+  const pg = q.engine === "postgres";
   try {
-    res = upsertContactRaw(sqlite, now, { projectId, email: rawEmail, subscribed, defaultSubscribed: true, data, source: "import" });
+    if (pg) await q.run("SAVEPOINT import_row");
+    res = await upsertContactRaw(q, now, { projectId, email: rawEmail, subscribed, defaultSubscribed: true, data, source: "import" });
+    if (pg) await q.run("RELEASE SAVEPOINT import_row");
   } catch (e) {
-    // A failing statement is rolled back on its own; the row is reported and the chunk goes on.
+    if (pg) await q.run("ROLLBACK TO SAVEPOINT import_row");
     return fail(rawEmail, `Could not import this row: ${(e as Error).message}`);
   }
   if (res.isNew) cp.created++;
@@ -230,10 +235,9 @@ export async function runImport(ctx: AppContext, job: JobRunContext<{ filename?:
     skipErrors = [];
     const now = ctx.clock.now();
     const expected = { rows: state.rows, skipped: state.skipped };
-    await ctx.store.exclusive((sqlite) =>
-      sqlite.transaction(() => {
+    await atomic(ctx.db, ctx.store.engine, async (q) => {
         for (const r of rows) {
-          applyRow(sqlite, now, projectId, cols!, r, state, events, written);
+          await applyRow(q, now, projectId, cols!, r, state, events, written);
           state.rows++;
         }
         for (const s of skips) {
@@ -243,17 +247,16 @@ export async function runImport(ctx: AppContext, job: JobRunContext<{ filename?:
         }
         if (final) {
           state.done = true;
-          sqlite.query("DELETE FROM contact_imports WHERE job_id = ?").run(job.id);
+          await q.run("DELETE FROM contact_imports WHERE job_id = ?", [job.id]);
         }
         // The checkpoint commits with the rows it describes: a crash can never replay a chunk. Exactly
         // once even if a second run of this job exists (an expired lease): the chunk commits only on
         // top of the checkpoint this run continued from.
         const continued = (stored: ImportCheckpoint | null) => stored?.rows === expected.rows && stored?.skipped === expected.skipped;
-        if (!job.saveWithin(sqlite, final ? 100 : progressOf(state), state, continued)) {
+        if (!(await job.saveWithin(q, final ? 100 : progressOf(state), state, continued))) {
           throw new Error("This import run was superseded by another run of the same job");
         }
-      })(),
-    );
+    });
     await notifyEvents(ctx, events);
     await contactsChanged(ctx, projectId, written);
     if (!final) {

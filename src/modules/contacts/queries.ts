@@ -1,3 +1,4 @@
+import { dialect } from "../../db/dialect";
 /** SQL of the contacts endpoints (reads and the few set-based writes). */
 import { sql, type RawBuilder } from "kysely";
 import type { AppContext } from "../../context";
@@ -24,7 +25,7 @@ export interface ListPageQuery extends ListFilter {
 /** One page (limit + 1 rows) in the requested order; email is unique per project, so it orders alone. */
 export async function selectContactPage(ctx: AppContext, q: ListPageQuery): Promise<ContactRow[]> {
   let query = ctx.db.selectFrom("contacts").selectAll().where("project_id", "=", q.projectId);
-  if (q.search) query = query.where(sql<boolean>`instr(email, ${q.search}) > 0`);
+  if (q.search) query = query.where(dialect().contains("email", q.search));
   if (q.subscribed !== undefined) query = query.where("subscribed", "=", q.subscribed ? 1 : 0);
   const cmp = q.dir === "asc" ? ">" : "<";
   if (q.sort === "email") {
@@ -43,8 +44,8 @@ export async function selectContactPage(ctx: AppContext, q: ListPageQuery): Prom
 export async function searchMatches(ctx: AppContext, f: ListFilter & { search: string }, cap: number) {
   const sub = f.subscribed === undefined ? sql`` : sql` AND subscribed = ${f.subscribed ? 1 : 0}`;
   const r = await sql<{ id: string; email: string; created_at: number }>`
-    SELECT id, email, created_at FROM contacts INDEXED BY contacts_project_email
-    WHERE project_id = ${f.projectId} AND instr(email, ${f.search}) > 0${sub}
+    SELECT id, email, created_at FROM contacts ${dialect().indexedBy("contacts_project_email")}
+    WHERE project_id = ${f.projectId} AND ${dialect().contains("email", f.search)}${sub}
     LIMIT ${cap + 1}`.execute(ctx.db);
   return r.rows;
 }
@@ -66,7 +67,7 @@ export async function countContacts(ctx: AppContext, f: ListFilter): Promise<num
     .selectFrom("contacts")
     .select((eb) => eb.fn.countAll<number>().as("n"))
     .where("project_id", "=", f.projectId)
-    .where(sql<boolean>`instr(email, ${f.search}) > 0`);
+    .where(dialect().contains("email", f.search));
   if (f.subscribed !== undefined) query = query.where("subscribed", "=", f.subscribed ? 1 : 0);
   const r = await query.executeTakeFirstOrThrow();
   return Number(r.n);
@@ -127,12 +128,11 @@ async function scanChunks(ctx: AppContext, projectId: string, perChunk: (range: 
 
 /** Distinct values of one data key with their counts, most frequent first (values as JSON text). */
 export async function fieldValues(ctx: AppContext, projectId: string, key: string, limit: number) {
-  const path = jsonPath(key);
   const counts = new Map<string, number>();
   await scanChunks(ctx, projectId, async (range) => {
     const r = await sql<{ v: string; n: number }>`
-      SELECT c.data -> ${path} AS v, count(*) AS n FROM contacts c
-      WHERE ${range} AND json_type(c.data, ${path}) IS NOT NULL
+      SELECT ${dialect().jsonRawValue("c.data", key)} AS v, count(*) AS n FROM contacts c
+      WHERE ${range} AND ${dialect().jsonHasKey("c.data", key)}
       GROUP BY v`.execute(ctx.db);
     for (const row of r.rows) {
       const prev = counts.get(row.v);
@@ -151,9 +151,8 @@ export async function fieldValues(ctx: AppContext, projectId: string, key: strin
  * with `ids` (only when tracked segments must follow: a million ids is a lot of memory), which.
  */
 export async function deleteField(ctx: AppContext, projectId: string, key: string, now: number, opts: { ids: boolean }): Promise<{ changed: number; ids: string[] }> {
-  const path = jsonPath(key);
-  const update = sql`UPDATE contacts SET data = json_remove(data, ${path}), updated_at = ${now}
-    WHERE project_id = ${projectId} AND json_type(data, ${path}) IS NOT NULL`;
+  const update = sql`UPDATE contacts SET data = ${dialect().jsonRemoveKey("data", key)}, updated_at = ${now}
+    WHERE project_id = ${projectId} AND ${dialect().jsonHasKey("data", key)}`;
   if (!opts.ids) return { changed: Number((await update.execute(ctx.db)).numAffectedRows ?? 0), ids: [] };
   const rows = (await sql<{ id: string }>`${update} RETURNING id`.execute(ctx.db)).rows;
   return { changed: rows.length, ids: rows.map((r) => r.id) };

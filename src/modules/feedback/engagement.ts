@@ -1,3 +1,4 @@
+import { dialect } from "../../db/dialect";
 // Opens and clicks: the first one moves the email forward and records the contact event.
 // Status only moves forward (SENT < DELIVERED < OPENED < CLICKED); BOUNCED and COMPLAINED win.
 import type { NotNull } from "kysely";
@@ -88,7 +89,7 @@ export async function recordClick(ctx: AppContext, emailId: string, url: string)
         .where("project_id", "=", e.project_id)
         .where("email_id", "=", e.id)
         .where("name", "=", "email.click")
-        .where((eb) => eb(eb.fn("json_extract", ["data", eb.val("$.link")]), "=", url))
+        .where((eb) => eb(dialect().jsonText("data", "link"), "=", url))
         .limit(1)
         .executeTakeFirst());
     if (seen) return;

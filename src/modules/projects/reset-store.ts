@@ -1,8 +1,9 @@
-// Store file (SQLite-specific on purpose): the project reset deletes the project's rows from EVERY
-// table that has a project_id column, except the ones a reset keeps, in ONE transaction. Tables are
-// found from the schema so that a module added later (campaigns, segments, workflows, …) is wiped
-// too without registering anything; its resetProject hook still runs afterwards for caches.
-import type { Database } from "bun:sqlite";
+// Store file: the project reset deletes the project's rows from EVERY table that has a project_id
+// column, except the ones a reset keeps, in ONE transaction. Tables are found from the schema (each
+// engine's catalog) so that a module added later is wiped too without registering anything; its
+// resetProject hook still runs afterwards for caches.
+import type { Kysely } from "kysely";
+import { atomic } from "../../db/raw";
 
 /** What a reset keeps (decisions.md): the project, its keys (on the project row), members, domains, billing. */
 export const KEPT_TABLES = new Set([
@@ -16,26 +17,54 @@ export const KEPT_TABLES = new Set([
   "webhook_endpoints",
 ]);
 
-export function projectTables(sqlite: Database): string[] {
-  const tables = sqlite
-    .query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
-    .all()
-    .map((r) => r.name);
-  return tables.filter(
-    (t) => !KEPT_TABLES.has(t) && sqlite.query<{ name: string }, [string]>("SELECT name FROM pragma_table_info(?) WHERE name = 'project_id'").get(t),
-  );
+const TABLES_WITH_PROJECT_ID = {
+  sqlite:
+    "SELECT m.name AS name FROM sqlite_master m WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND EXISTS (SELECT 1 FROM pragma_table_info(m.name) p WHERE p.name = 'project_id') ORDER BY m.name",
+  postgres:
+    "SELECT table_name AS name FROM information_schema.columns WHERE table_schema = current_schema() AND column_name = 'project_id' ORDER BY table_name",
+} as const;
+
+export async function projectTables(db: Kysely<any>, engine: "sqlite" | "postgres"): Promise<string[]> {
+  const { rawAll } = await import("../../db/raw");
+  const rows = await rawAll<{ name: string }>(db, engine, TABLES_WITH_PROJECT_ID[engine]);
+  return rows.map((r) => r.name).filter((t) => !KEPT_TABLES.has(t));
 }
 
 /** Deletes every row of the project outside KEPT_TABLES in one transaction; returns rows per table. */
-export function wipeProjectRows(sqlite: Database, projectId: string): Record<string, number> {
+export async function wipeProjectRows(db: Kysely<any>, engine: "sqlite" | "postgres", projectId: string): Promise<Record<string, number>> {
+  const tables = await projectTables(db, engine);
   const deleted: Record<string, number> = {};
-  sqlite.transaction(() => {
+  await atomic(db, engine, async (q) => {
     // Deferred: rows reference each other across tables in any order; every check runs at commit.
-    sqlite.exec("PRAGMA defer_foreign_keys = ON");
-    for (const t of projectTables(sqlite)) {
-      const n = sqlite.query(`DELETE FROM "${t.replace(/"/g, '""')}" WHERE project_id = ?`).run(projectId).changes;
-      if (n) deleted[t] = n;
+    const del = (t: string) => q.run(`DELETE FROM "${t.replace(/"/g, '""')}" WHERE project_id = ?`, [projectId]);
+    if (engine === "sqlite") {
+      await q.run("PRAGMA defer_foreign_keys = ON");
+      for (const t of tables) {
+        const n = await del(t);
+        if (n) deleted[t] = n;
+      }
+      return;
     }
-  })();
+    // PostgreSQL checks a foreign key at each statement: a table still referenced by rows of another
+    // is retried after the others (each attempt behind a savepoint).
+    let left = tables;
+    while (left.length) {
+      const retry: string[] = [];
+      for (const t of left) {
+        await q.run("SAVEPOINT wipe");
+        try {
+          const n = await del(t);
+          await q.run("RELEASE SAVEPOINT wipe");
+          if (n) deleted[t] = (deleted[t] ?? 0) + n;
+        } catch (e) {
+          await q.run("ROLLBACK TO SAVEPOINT wipe");
+          if ((e as { code?: string }).code !== "23503") throw e;
+          retry.push(t);
+        }
+      }
+      if (retry.length === left.length) throw new Error(`project reset: foreign keys keep ${retry.join(", ")} from being emptied`);
+      left = retry;
+    }
+  });
   return deleted;
 }

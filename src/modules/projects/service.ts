@@ -124,7 +124,7 @@ export async function deleteProject(ctx: AppContext, projectId: string) {
  * and billing. The modules' resetProject hooks run afterwards for their caches (and any leftovers).
  */
 export async function resetProject(ctx: AppContext, projectId: string) {
-  const deleted = await ctx.store.exclusive((sqlite) => wipeProjectRows(sqlite, projectId));
+  const deleted = await wipeProjectRows(ctx.db, ctx.store.engine, projectId);
   for (const reset of ctx.hooks.resetProject) await reset(ctx, projectId);
   ctx.log.info("project reset", { projectId, deleted });
 }

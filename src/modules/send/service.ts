@@ -1,5 +1,6 @@
 // POST /v1/send: one transactional email per recipient, persisted (contact upserts, the shared
 // content, one email row per recipient) in ONE transaction, then handed to the outbox.
+import { atomic } from "../../db/raw";
 import { iso } from "../../clock";
 import type { AppContext } from "../../context";
 import { dataErrors } from "../../audience/data-rules";
@@ -152,36 +153,37 @@ export async function send(ctx: AppContext, projectId: string, input: SendInput)
   const events: RecordedEvent[] = [];
   // One transaction for the contact upserts, the content and every email row (raw statements:
   // this is the hot path of campaigns-by-API, see scripts/bench/send.ts).
-  const result = await ctx.store.exclusive((sqlite) =>
-    sqlite.transaction(() => {
-      // The cap check and the count, in the same transaction as the email rows (402 rolls back everything).
-      consumeQuotaRaw(sqlite, now, projectId, "transactional", v.to.length);
-      const contentId = insertContentRaw(sqlite, now, { projectId, subject, html, fromEmail, fromName, replyTo, type: "TRANSACTIONAL", headers: v.headers, attachments });
-      return v.to.map((r) => {
-        const up = upsertContactRaw(sqlite, now, {
-          projectId,
-          email: r.email,
-          subscribed: input.subscribed,
-          defaultSubscribed: false,
-          data: (input.data ?? undefined) as Record<string, unknown> | undefined,
-          source: "send",
-        });
-        events.push(...up.events);
-        const email = insertEmailRaw(sqlite, now, ctx.config.hostname, {
-          projectId,
-          contentId,
-          contactId: up.contact.id,
-          toEmail: up.contact.email,
-          toName: r.name,
-          vars: { ...up.vars, email: up.contact.email, id: up.contact.id },
-          sourceType: "TRANSACTIONAL",
-          templateId: tpl?.id ?? null,
-          status: suppressedAmongRaw(sqlite, projectId, [up.contact.email]).size ? "SUPPRESSED" : "PENDING",
-        }, events);
-        return { contact: { id: up.contact.id, email: up.contact.email }, email };
+  const result = await atomic(ctx.db, ctx.store.engine, async (q) => {
+    // The cap check and the count, in the same transaction as the email rows (402 rolls back everything).
+    await consumeQuotaRaw(q, now, projectId, "transactional", v.to.length);
+    const contentId = await insertContentRaw(q, now, { projectId, subject, html, fromEmail, fromName, replyTo, type: "TRANSACTIONAL", headers: v.headers, attachments });
+    const out: { contact: { id: string; email: string }; email: string }[] = [];
+    for (const r of v.to) {
+      const up = await upsertContactRaw(q, now, {
+        projectId,
+        email: r.email,
+        subscribed: input.subscribed,
+        defaultSubscribed: false,
+        data: (input.data ?? undefined) as Record<string, unknown> | undefined,
+        source: "send",
       });
-    })(),
-  );
+      events.push(...up.events);
+      const suppressed = (await suppressedAmongRaw(q, projectId, [up.contact.email])).size > 0;
+      const email = await insertEmailRaw(q, now, ctx.config.hostname, {
+        projectId,
+        contentId,
+        contactId: up.contact.id,
+        toEmail: up.contact.email,
+        toName: r.name,
+        vars: { ...up.vars, email: up.contact.email, id: up.contact.id },
+        sourceType: "TRANSACTIONAL",
+        templateId: tpl?.id ?? null,
+        status: suppressed ? "SUPPRESSED" : "PENDING",
+      }, events);
+      out.push({ contact: { id: up.contact.id, email: up.contact.email }, email });
+    }
+    return out;
+  });
   wakeOutbox(ctx);
   await notifyEvents(ctx, events);
   await contactsChanged(ctx, projectId, result.map((r) => r.contact.id));

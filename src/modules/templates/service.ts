@@ -1,3 +1,4 @@
+import { dialect } from "../../db/dialect";
 /**
  * Templates: reusable subject/body/sender sets. Saved templates always compile and always name a
  * sender whose domain was verified for the project at save time.
@@ -181,13 +182,13 @@ export async function listTemplates(ctx: AppContext, projectId: string, q: ListQ
     const like = `%${search.replace(/[\\%_]/g, (c) => "\\" + c)}%`;
     base = base.where((eb) =>
       eb.or([
-        sql<boolean>`name LIKE ${like} ESCAPE '\\'`,
-        sql<boolean>`description LIKE ${like} ESCAPE '\\'`,
-        sql<boolean>`subject LIKE ${like} ESCAPE '\\'`,
+        sql<boolean>`name ${sql.raw(dialect().likeNoCase)} ${like} ESCAPE '\\'`,
+        sql<boolean>`description ${sql.raw(dialect().likeNoCase)} ${like} ESCAPE '\\'`,
+        sql<boolean>`subject ${sql.raw(dialect().likeNoCase)} ${like} ESCAPE '\\'`,
       ]),
     );
   }
-  const orderCol = sort === "name" ? sql`name COLLATE NOCASE` : sql.ref(sort === "updatedAt" ? "updated_at" : "created_at");
+  const orderCol = sort === "name" ? dialect().orderNoCase("name") : sql.ref(sort === "updatedAt" ? "updated_at" : "created_at");
   const [rows, count] = await Promise.all([
     base.selectAll().orderBy(orderCol, dir).orderBy("id", dir).limit(page.pageSize).offset(page.offset).execute(),
     base.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow(),

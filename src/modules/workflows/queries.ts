@@ -1,3 +1,4 @@
+import { dialect } from "../../db/dialect";
 // SQL of the workflows resource (Kysely). The engine's own SQL lives in src/automation/store.ts.
 import { sql, type Kysely, type Selectable, type Transaction } from "kysely";
 import type { DB } from "../../db";
@@ -19,7 +20,7 @@ export async function listWorkflows(db: Db, projectId: string, f: { search?: str
   if (f.enabled !== undefined) base = base.where("enabled", "=", f.enabled ? 1 : 0);
   if (f.search) {
     const like = `%${f.search.replace(/[\\%_]/g, (c) => "\\" + c)}%`;
-    base = base.where((eb) => eb.or([sql<boolean>`name LIKE ${like} ESCAPE '\\'`, sql<boolean>`description LIKE ${like} ESCAPE '\\'`]));
+    base = base.where((eb) => eb.or([sql<boolean>`name ${sql.raw(dialect().likeNoCase)} ${like} ESCAPE '\\'`, sql<boolean>`description ${sql.raw(dialect().likeNoCase)} ${like} ESCAPE '\\'`]));
   }
   const [rows, count] = await Promise.all([
     base.selectAll().orderBy("created_at", "desc").orderBy("id", "desc").limit(limit).offset(offset).execute(),
@@ -93,7 +94,7 @@ export async function workflowsMentioning(db: Db, projectId: string, needle: str
       .innerJoin("workflows", "workflows.id", "workflow_steps.workflow_id")
       .select(["workflows.id as id", "workflows.name as name", "workflow_steps.id as stepId", "workflow_steps.type as type", "workflow_steps.config as config"])
       .where("workflow_steps.project_id", "=", projectId)
-      .where(sql<boolean>`workflow_steps.config LIKE ${like} ESCAPE '\\'`)
+      .where(sql<boolean>`workflow_steps.config ${sql.raw(dialect().likeNoCase)} ${like} ESCAPE '\\'`)
       .execute(),
   ]);
   return { wfs, steps };
