@@ -116,11 +116,17 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# A host port nothing listens on (a random one collided once).
-for _ in $(seq 1 50); do
-  port=$(( 20000 + RANDOM % 20000 ))
-  (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || break
-done
+# Host ports nothing listens on (a random one collided once).
+free_port() {
+  local p
+  for _ in $(seq 1 50); do
+    p=$(( 20000 + RANDOM % 20000 ))
+    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || break
+  done
+  echo "$p"
+}
+port=$(free_port)
+smtp_port=$(free_port)
 base=http://127.0.0.1:$port
 podman volume create "$volume" >/dev/null
 
@@ -149,8 +155,9 @@ start() {
   containers+=("$1")
   local t0; t0=$(date +%s%3N)
   # (podman's stderr to the log: without systemd it complains that it cannot schedule the health check.)
-  podman run -d --name "$1" -p "127.0.0.1:$port:3000" -v "$volume:/data" "${db_args[@]}" \
-    -e MAILSVC_HOSTNAME=mail.example.test -e "MAILSVC_PUBLIC_URL=$base" "$MIN_IMAGE" >/dev/null 2>>"$logdir/podman.log" \
+  # As compose.yaml runs it: inbound SMTP on 2525 inside (a non-root user), published elsewhere.
+  podman run -d --name "$1" -p "127.0.0.1:$port:3000" -p "127.0.0.1:$smtp_port:2525" -v "$volume:/data" "${db_args[@]}" \
+    -e MAILSVC_HOSTNAME=mail.example.test -e "MAILSVC_PUBLIC_URL=$base" -e MAILSVC_INBOUND_SMTP_PORT=2525 "$MIN_IMAGE" >/dev/null 2>>"$logdir/podman.log" \
     || { cat "$logdir/podman.log"; bad "podman run $1"; return 1; }
   for _ in $(seq 1 300); do
     if [ "$(curl -s -o /dev/null -w '%{http_code}' "$base/health" 2>/dev/null)" = 200 ]; then
@@ -203,6 +210,12 @@ dkim1=$(echo "$dom" | grep -o 'v=DKIM1[^"]*' | head -1)
 cookie=$(curl -s -D - -o /dev/null -H 'content-type: application/json' -d "{\"email\":\"$email\",\"password\":\"password123\"}" "$base/auth/login" | grep -i '^set-cookie:' | head -1 | sed 's/^[^:]*: *//; s/;.*//' | tr -d '\r')
 [ "$(curl -s -o /dev/null -w '%{http_code}' -H "cookie: $cookie" "$base/users/@me")" = 200 ] && ok "a dashboard session (login)" || bad "login: no working session cookie"
 
+banner=$(timeout 5 bash -c "exec 3<>/dev/tcp/127.0.0.1/$smtp_port; head -1 <&3" 2>&1 | tr -d '\r')
+[[ "$banner" == 220* ]] && ok "inbound SMTP answers on the published port: $banner" || bad "inbound SMTP: \"$banner\""
+if [ $postgres = 0 ]; then
+  hot=$(podman exec "$run1" mailsvc backup /data/backup.db 2>&1) && ok "hot backup inside the container: $hot" || bad "mailsvc backup: $hot"
+fi
+
 stop "$run1"
 if [ $postgres = 0 ]; then
   mp=$(podman volume inspect --format '{{.Mountpoint}}' "$volume")
@@ -210,6 +223,9 @@ if [ $postgres = 0 ]; then
   wal=$(stat -c %s "$mp/mailsvc.db-wal" 2>/dev/null || echo 0)
   [ "$owner" = 65532:65532 ] && [ "$wal" = 0 ] && ok "the volume holds mailsvc.db ($(stat -c %s "$mp/mailsvc.db") bytes, owned by 65532), WAL checkpointed (empty or absent)" \
     || bad "after the stop: mailsvc.db owner \"$owner\", WAL $wal bytes"
+  # The README's cold backup: the file copied out of the stopped container is the same database.
+  podman cp "$run1:/data/mailsvc.db" "$logdir/cold.db" 2>>"$logdir/podman.log" && cmp -s "$logdir/cold.db" "$mp/mailsvc.db" \
+    && ok "cold backup: podman cp of /data/mailsvc.db from the stopped container" || bad "podman cp of /data/mailsvc.db"
 fi
 
 start "$run2" || finish
