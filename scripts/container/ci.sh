@@ -4,12 +4,14 @@
 # /health, /config and /, `mailsvc user create` runs inside it, its keys work, SIGTERM ends it with
 # exit 0 and a checkpointed database, and a new container on the same volume keeps the data and the keys.
 #
-#   scripts/container/ci.sh              the Dockerfile on both local runtime bases (Debian with libssl3,
-#                                        and the minimal one); the full smoke test on the minimal image
-#   scripts/container/ci.sh --postgres   instead: PostgreSQL (a local image standing in for postgres:16)
-#                                        beside the service on one network, as compose.yaml's postgres
-#                                        profile does, with MAILSVC_DATABASE_URL pointing at it
-#   --keep                               leave the containers, volumes and network for a look afterwards
+#   scripts/container/ci.sh [options]    the Dockerfile on the minimal local runtime base (what distroless
+#                                        cc-debian12 holds), and the smoke test of that image
+#   --debian      also build it on a Debian minbase with libssl3 (the stand-in for debian:bookworm-slim;
+#                 one more Debian bootstrap the first time) and report its size
+#   --postgres    run the smoke test on PostgreSQL (a local image standing in for postgres:16) beside the
+#                 service on one network, as compose.yaml's postgres profile does, with MAILSVC_DATABASE_URL
+#                 pointing at it; checks that the data is in PostgreSQL
+#   --keep        leave the containers, volumes and network for a look afterwards
 #
 # Runs as root on a clean Debian machine: installs podman, runc, mmdebstrap and curl with apt-get when
 # missing. Base images are made once per machine and reused (podman image exists). The build's layers
@@ -24,9 +26,11 @@ export CONTAINERS_CONF="$here/containers.conf"
 
 postgres=0
 keep=0
+debian=0
 for a in "$@"; do
   case $a in
     --postgres) postgres=1 ;;
+    --debian) debian=1 ;;
     --keep) keep=1 ;;
     -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "container: unknown option $a" >&2; exit 2 ;;
@@ -64,8 +68,8 @@ fi
 
 # --- base images (once per machine) ------------------------------------------------------------------
 t0=$SECONDS
-bases=(build runtime min)
-[ $postgres = 1 ] && bases=(build min)
+bases=(build min)
+[ $debian = 1 ] && bases+=(runtime)
 if "$here/bases.sh" "${bases[@]}" 2>"$logdir/bases.log"; then
   grep -h "made" "$logdir/bases.log" | sed 's/^/container: /'
   echo "container: base images ready in $((SECONDS - t0)) s"
@@ -96,7 +100,7 @@ build() { # $1 tag, $2 runtime base, $3.. more podman build options
 }
 # The build stage alone first (npm ci, npm run build): its layers are then reused by both images below.
 build "$BUILD_STAGE" localhost/mailsvc-min-base:bookworm --target build || finish
-if [ $postgres = 0 ]; then
+if [ $debian = 1 ]; then
   build "$IMAGE" localhost/mailsvc-runtime-base:bookworm || finish
 fi
 build "$MIN_IMAGE" localhost/mailsvc-min-base:bookworm || finish
