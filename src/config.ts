@@ -58,6 +58,10 @@ export interface Config {
   analyticsRollups: boolean;
   /** Sign DKIM RSA keys with the system's OpenSSL 3 (libcrypto.so.3) when it loads; off: Bun's WebCrypto. */
   dkimOpenssl: boolean;
+  /** Every project is a sandbox: mail is captured, never sent (a demo or staging server). */
+  sandbox: boolean;
+  /** Keep the message of every email as handed to SMTP (GET /emails/:id/raw); sandbox mail is always kept. */
+  keepRaw: boolean;
 }
 
 interface Option {
@@ -126,6 +130,8 @@ export const OPTIONS: Option[] = [
   { key: "mtaStsPort", env: "MAILSVC_MTA_STS_PORT", flag: "--mta-sts-port", help: "HTTPS port of MTA-STS policy hosts", parse: int("mta-sts port") },
   { key: "dkimOpenssl", env: "MAILSVC_DKIM_OPENSSL", flag: "--dkim-openssl", help: "sign DKIM RSA keys with the system's OpenSSL 3 when present (default true; false: Bun's WebCrypto)", parse: bool },
   { key: "analyticsRollups", env: "MAILSVC_ANALYTICS_ROLLUPS", flag: "--analytics-rollups", help: "fold new events into the analytics rollups (off: aggregates stay exact but read the events; for benchmarks)", parse: bool },
+  { key: "sandbox", env: "MAILSVC_SANDBOX", flag: "--sandbox", help: "make every project a sandbox: mail is captured (GET /emails/:id/raw), never sent", parse: bool },
+  { key: "keepRaw", env: "MAILSVC_KEEP_RAW", flag: "--keep-raw", help: "keep every sent message as handed to SMTP for GET /emails/:id/raw (sandbox mail always is)", parse: bool },
   { key: "metricsToken", env: "MAILSVC_METRICS_TOKEN", flag: "--metrics-token", help: "bearer token required by /metrics", parse: str },
   { key: "campaignBatchSize", env: "MAILSVC_CAMPAIGN_BATCH_SIZE", flag: "--campaign-batch-size", help: "contacts written per campaign fan-out transaction", parse: int("campaign batch size") },
   { key: "sendRate", env: "MAILSVC_SEND_RATE", flag: "--send-rate", help: "outbound messages per second per project (default unlimited)", parse: int("send rate") },
@@ -165,6 +171,8 @@ function defaults(): Omit<Config, "publicUrl"> & { publicUrl?: string } {
     mtaStsPort: 443,
     analyticsRollups: true,
     dkimOpenssl: true,
+    sandbox: false,
+    keepRaw: false,
   };
 }
 

@@ -66,6 +66,11 @@ export interface Hooks {
   segmentInUse: Array<(ctx: AppContext, projectId: string, segmentId: string) => Promise<string | null>>;
   /** Deletes a project's data beyond the foundation tables (project reset), per module. */
   resetProject: Array<(ctx: AppContext, projectId: string) => Promise<void>>;
+  /**
+   * Called by the outbox after it committed the delivery of a captured email to a simulated recipient
+   * (complaint@, open@, click@…): the sandbox module makes the recipient react through the feedback loop.
+   */
+  sandboxDelivered?: (ctx: AppContext, email: { emailId: string; toEmail: string; raw: Buffer }) => Promise<void>;
   /** Called by the outbox after it committed outcomes of campaign emails (campaigns move to SENT). */
   campaignOutcomes?: (ctx: AppContext, campaignIds: string[]) => void;
 }

@@ -5,11 +5,7 @@ import { existsSync } from "node:fs";
 import { isIP } from "node:net";
 import type { Resolver } from "node:dns/promises";
 import type { Config } from "./config";
-import { Database } from "bun:sqlite";
-import { Kysely } from "kysely";
-import type { DB } from "./db";
-import { BunSqliteDialect } from "./db/bun-sqlite-dialect";
-import { openPostgres } from "./db/postgres";
+import { openReadOnly } from "./db";
 import { configWarnings, isQualifiedHostname } from "./mail/deliverability";
 import { createResolver, isNotFound, resolveMxSorted, resolveTxtJoined } from "./mail/dns";
 import { parseRelayUrl } from "./mail/pool";
@@ -182,20 +178,8 @@ const FIXES: Record<string, (rec: DnsRecord) => string> = {
   dmarc: (rec) => `Publish TXT ${rec.name} "${rec.value}".`,
 };
 
-/** The configured database, read-only where the engine allows (the server may be running on it). */
-function openForReading(config: Config): { db: Kysely<DB>; close(): Promise<void> } | null {
-  if (config.databaseUrl) {
-    const h = openPostgres(config.databaseUrl, { max: 1, applicationName: "mailsvc doctor" });
-    return { db: h.db, close: () => h.close() };
-  }
-  if (!existsSync(config.db)) return null;
-  // Read-only: the server may be running on the same file (no checkpoint, no writes from here).
-  const sqlite = new Database(config.db, { readonly: true });
-  return { db: new Kysely<DB>({ dialect: new BunSqliteDialect(sqlite) }), close: async () => sqlite.close() };
-}
-
 async function checkDomains(config: Config): Promise<Check[]> {
-  const opened = openForReading(config);
+  const opened = openReadOnly(config);
   if (!opened) return [{ name: "sender domains", status: "warn", detail: `no database at ${config.db} yet`, fix: "Start the server and add a domain (POST /domains)." }];
   const { db } = opened;
   try {

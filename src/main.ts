@@ -2,7 +2,7 @@
 import { existsSync, mkdirSync, rmSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { ConfigError, loadConfig, OPTIONS, parseArgv, type Config } from "./config";
-import { openDatabase, openStore } from "./db";
+import { backupSqlite, openDatabase } from "./db";
 import { redactUrl } from "./db/url";
 import { MigrationError, migrateStore } from "./db/migrate";
 import { createContext, startService } from "./server";
@@ -20,8 +20,9 @@ Usage:
   mailsvc backup <file>              write a consistent copy of the SQLite file (safe while serving; PostgreSQL: pg_dump)
   mailsvc copy --from <db> --to <db> move a whole installation between a SQLite file and a postgres:// URL
                                      (either way; the target must be new); prints the rows per table
-  mailsvc user create --email E --password P [--project NAME]
-                                     create a user (and a project with its keys); prints JSON
+  mailsvc user create --email E --password P [--project NAME] [--sandbox]
+                                     create a user (and a project with its keys; --sandbox: a sandbox
+                                     project, named NAME or "Sandbox", whose mail is captured, never sent); prints JSON
   mailsvc doctor [--probe-domain D] [--json]
                                      check DNS (A/AAAA, PTR, SPF, every domain's records), outbound port 25
                                      or the relay, the public URL; prints fixes; exit 1 on a failure
@@ -64,26 +65,23 @@ function backup(config: Config, target: string | undefined) {
   if (!existsSync(config.db)) fail(`database ${config.db} does not exist`);
   mkdirSync(dirname(out), { recursive: true });
   if (existsSync(out)) rmSync(out);
-  const store = openStore(config.db);
-  try {
-    // VACUUM INTO reads one snapshot: a consistent copy even while the server keeps writing.
-    store.sqlite.query("VACUUM INTO ?").run(out);
-  } finally {
-    store.sqlite.close();
-  }
+  backupSqlite(config.db, out);
   process.stdout.write(JSON.stringify({ backup: out }) + "\n");
 }
 
 async function userCreate(config: Config, flags: Record<string, string>) {
   const email = flags["--email"];
   const password = flags["--password"];
-  if (!email || !password) fail("usage: mailsvc user create --email E --password P [--project NAME]");
+  if (!email || !password) fail("usage: mailsvc user create --email E --password P [--project NAME] [--sandbox]");
   if (password.length < 8) fail("password must be at least 8 characters");
   const ctx = await createContext(config, { log: { info() {}, warn() {}, error() {}, line() {}, json() {}, flush() {}, close() {} } });
   try {
     const user = await createUser(ctx, { email, password });
     const out: Record<string, unknown> = { user: { id: user.id, email: user.email } };
-    if (flags["--project"]) out.project = viewProject(await createProject(ctx, user.id, flags["--project"]), "OWNER");
+    // --sandbox (also the MAILSVC_SANDBOX option, harmless here): the first project is a sandbox.
+    const sandbox = /^(1|true|yes|on)$/i.test(flags["--sandbox"] ?? "");
+    const name = flags["--project"] ?? (sandbox ? "Sandbox" : undefined);
+    if (name) out.project = viewProject(await createProject(ctx, user.id, name, { sandbox }), "OWNER", config.sandbox);
     process.stdout.write(JSON.stringify(out, null, 2) + "\n");
   } catch (e) {
     fail((e as Error).message);
@@ -194,7 +192,7 @@ async function main() {
       return health(config, flags["--timeout"]);
     case "user":
       if (sub === "create") return userCreate(config, flags);
-      fail("usage: mailsvc user create --email E --password P [--project NAME]");
+      fail("usage: mailsvc user create --email E --password P [--project NAME] [--sandbox]");
     default:
       fail(`unknown command "${cmd}"; see mailsvc --help`);
   }

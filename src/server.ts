@@ -147,9 +147,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
   await ctx.schedules.arm();
   ctx.schedules.cron("purge-idempotency-keys", "0 * * * *", () => purgeExpiredKeys(ctx));
   if (ctx.store.engine === "sqlite") {
-    ctx.schedules.cron("wal-checkpoint", "*/5 * * * *", () => {
-      ctx.store.sqlite.exec("PRAGMA wal_checkpoint(PASSIVE)");
-    });
+    ctx.schedules.cron("wal-checkpoint", "*/5 * * * *", () => ctx.store.checkpoint());
   }
   for (const m of MODULES) await m.start?.(ctx);
 

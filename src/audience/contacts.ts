@@ -22,6 +22,9 @@ export function viewContact(row: ContactRow) {
     id: row.id,
     email: row.email,
     subscribed: row.subscribed === 1,
+    // Double opt-in: subscribed through the public key, waiting for the confirmation link. Present only
+    // then (`pendingConfirmation: true`), so every other contact keeps the spec's exact shape.
+    ...(row.subscribed !== 1 && row.pending_confirmation === 1 ? { pendingConfirmation: true as const } : {}),
     data: parseData(row.data),
     createdAt: iso(row.created_at)!,
     updatedAt: iso(row.updated_at)!,
@@ -96,6 +99,8 @@ export function newContactRow(projectId: string, email: string, plan: UpsertPlan
     data: JSON.stringify(plan.stored),
     created_at: now,
     updated_at: now,
+    pending_confirmation: 0,
+    confirmation_sent_at: null,
   };
 }
 
@@ -136,7 +141,7 @@ export async function upsertContact(db: Db, ctx: AppContext, input: UpsertInput)
     contact = updatedContactRow(existing, plan, now);
     await db
       .updateTable("contacts")
-      .set({ subscribed: contact.subscribed, data: contact.data, updated_at: now })
+      .set({ subscribed: contact.subscribed, ...(contact.subscribed === 1 ? { pending_confirmation: 0 } : {}), data: contact.data, updated_at: now })
       .where("id", "=", existing.id)
       .execute();
   } else {
@@ -179,7 +184,8 @@ export async function setSubscribed(db: Db, ctx: AppContext, input: SetSubscribe
   if (!flip) return { contact: row, changed: false, events: [] };
   const now = ctx.clock.now();
   const subscribed = input.subscribed ? 1 : 0;
-  await db.updateTable("contacts").set({ subscribed, updated_at: now }).where("id", "=", row.id).execute();
+  // A subscribe by any path ends a pending double opt-in (pendingConfirmation).
+  await db.updateTable("contacts").set({ subscribed, ...(subscribed === 1 ? { pending_confirmation: 0 } : {}), updated_at: now }).where("id", "=", row.id).execute();
   const data = { source: input.source ?? "api" };
   const eventId = await recordEvent(db, ctx, {
     projectId: input.projectId,

@@ -16,12 +16,14 @@ export type Db = Kysely<DB> | Transaction<DB>;
 
 export const CONTACT_SUBSCRIBED = "contact.subscribed";
 export const CONTACT_UNSUBSCRIBED = "contact.unsubscribed";
+/** Double opt-in: the contact opened its confirmation link. */
+export const CONTACT_CONFIRMED = "contact.confirmed";
 export const MAX_EVENT_NAME_LENGTH = 255;
 
-/** Names clients cannot track: `email.*`, contact.(un)subscribed, `segment.<slug>.entry|exit` (case-insensitive). */
+/** Names clients cannot track: `email.*`, contact.(un)subscribed/confirmed, `segment.<slug>.entry|exit` (case-insensitive). */
 export function isReservedEventName(name: string): boolean {
   const n = name.trim().toLowerCase();
-  return n.startsWith("email.") || n === CONTACT_SUBSCRIBED || n === CONTACT_UNSUBSCRIBED || /^segment\..+\.(entry|exit)$/.test(n);
+  return n.startsWith("email.") || n === CONTACT_SUBSCRIBED || n === CONTACT_UNSUBSCRIBED || n === CONTACT_CONFIRMED || /^segment\..+\.(entry|exit)$/.test(n);
 }
 
 /** A recorded event as the onEvent hook receives it. */

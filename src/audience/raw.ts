@@ -18,7 +18,8 @@ const SELECT_BY_EMAIL_WITH_MEMBERSHIPS =
 const SELECT_BY_EMAIL_WITH_MEMBERSHIPS_PG = SELECT_BY_EMAIL_WITH_MEMBERSHIPS.replace("group_concat(m.segment_id, ' ')", "string_agg(m.segment_id, ' ')");
 const INSERT_CONTACT =
   "INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)";
-const UPDATE_CONTACT = "UPDATE contacts SET subscribed = ?, data = ?, updated_at = ? WHERE id = ?";
+// pending_confirmation * (1 - subscribed): a subscribe ends a pending double opt-in.
+const UPDATE_CONTACT = "UPDATE contacts SET subscribed = ?, data = ?, updated_at = ?, pending_confirmation = pending_confirmation * (1 - ?) WHERE id = ?";
 const INSERT_EVENT =
   "INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)";
 
@@ -61,7 +62,7 @@ export async function upsertContactRaw(q: Q, now: number, input: UpsertInput, op
     await q.run(INSERT_CONTACT, [contact.id, contact.project_id, email, contact.subscribed, contact.data, now, now]);
   } else if (plan.write) {
     contact = updatedContactRow(existing, plan, now);
-    await q.run(UPDATE_CONTACT, [contact.subscribed, contact.data, now, contact.id]);
+    await q.run(UPDATE_CONTACT, [contact.subscribed, contact.data, now, contact.subscribed, contact.id]);
   } else {
     contact = existing;
   }

@@ -167,7 +167,7 @@ export const getContactRow = (db: Db, projectId: string, id: string) =>
   db.selectFrom("contacts").selectAll().where("project_id", "=", projectId).where("id", "=", id).executeTakeFirst();
 
 export async function writeContact(trx: Db, id: string, set: { data?: string; subscribed?: number }, now: number): Promise<void> {
-  await trx.updateTable("contacts").set({ ...set, updated_at: now }).where("id", "=", id).execute();
+  await trx.updateTable("contacts").set({ ...set, ...(set.subscribed === 1 ? { pending_confirmation: 0 } : {}), updated_at: now }).where("id", "=", id).execute();
 }
 
 /** The last events.seq: a wait that begins now is resumed only by events after it. */

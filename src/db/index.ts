@@ -1,5 +1,5 @@
 import { Database, type SQLQueryBindings, type Statement } from "bun:sqlite";
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { Kysely } from "kysely";
 import { BunSqliteDialect } from "./bun-sqlite-dialect";
@@ -56,6 +56,8 @@ export interface Store {
   /** PostgreSQL only: the pool under Kysely. */
   pg?: pg.Pool;
   db: Kysely<DB>;
+  /** SQLite: folds the WAL into the file (PASSIVE, never blocks); nothing on PostgreSQL. */
+  checkpoint(): void;
   /** SQLite only: runs raw statements under the connection's lock. */
   exclusive<T>(fn: (sqlite: Database) => T): Promise<T>;
   close(): Promise<void>;
@@ -75,6 +77,7 @@ export function openDatabase(config: { db: string; databaseUrl?: string; instanc
     exclusive() {
       return Promise.reject(new Error("Store.exclusive is SQLite-only (a store lacks its PostgreSQL sibling)"));
     },
+    checkpoint() {},
     close: () => h.close(),
   };
 }
@@ -101,6 +104,9 @@ export function openStore(path: string): Store {
     engine: "sqlite",
     sqlite,
     db,
+    checkpoint() {
+      sqlite.exec("PRAGMA wal_checkpoint(PASSIVE)");
+    },
     async exclusive(fn) {
       await dialect.mutex.lock();
       try {
@@ -119,4 +125,25 @@ export function openStore(path: string): Store {
       sqlite.close();
     },
   };
+}
+
+/** A consistent copy of a SQLite file at `out` (VACUUM INTO reads one snapshot: safe while a server writes). */
+export function backupSqlite(path: string, out: string): void {
+  const store = openStore(path);
+  try {
+    store.sqlite.query("VACUUM INTO ?").run(out);
+  } finally {
+    store.sqlite.close();
+  }
+}
+
+/** The configured database for reading beside a running server (doctor): read-only on SQLite; null when the file does not exist yet. */
+export function openReadOnly(config: { db: string; databaseUrl?: string }): { db: Kysely<DB>; close(): Promise<void> } | null {
+  if (config.databaseUrl) {
+    const h = openPostgres(config.databaseUrl, { max: 1, applicationName: "mailsvc doctor" });
+    return { db: h.db, close: () => h.close() };
+  }
+  if (!existsSync(config.db)) return null;
+  const sqlite = new Database(config.db, { readonly: true });
+  return { db: new Kysely<DB>({ dialect: new BunSqliteDialect(sqlite) }), close: async () => sqlite.close() };
 }

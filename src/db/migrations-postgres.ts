@@ -19,6 +19,8 @@ import p018 from "../../migrations/postgres/018_executions_by_contact.sql" with 
 import p019 from "../../migrations/postgres/019_executions_unstarted.sql" with { type: "text" };
 import p020 from "../../migrations/postgres/020_segment_members_synced.sql" with { type: "text" };
 import p021 from "../../migrations/postgres/021_session_revocation.sql" with { type: "text" };
+import p022 from "../../migrations/postgres/022_suppressions_double_opt_in.sql" with { type: "text" };
+import p023 from "../../migrations/postgres/023_sandbox.sql" with { type: "text" };
 
 /** The PostgreSQL history: one twin per SQLite migration, the same name, applied in the same order. */
 export const POSTGRES_MIGRATIONS: { name: string; sql: string }[] = [
@@ -41,4 +43,6 @@ export const POSTGRES_MIGRATIONS: { name: string; sql: string }[] = [
   { name: "019_executions_unstarted", sql: p019 },
   { name: "020_segment_members_synced", sql: p020 },
   { name: "021_session_revocation", sql: p021 },
+  { name: "022_suppressions_double_opt_in", sql: p022 },
+  { name: "023_sandbox", sql: p023 },
 ];

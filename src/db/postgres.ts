@@ -3,9 +3,10 @@
 // - int8 and numeric come back as JS numbers (times are epoch milliseconds, well inside 2^53), and
 //   json/jsonb as the JSON text SQLite stores (the app parses JSON columns itself);
 // - a boolean parameter is sent as 1/0 (flags are integer columns on both engines, as bun:sqlite binds them);
-// - transactions of one process run one at a time, as on SQLite's single connection: the services were
-//   written against a serialized writer. Across instances the claims (FOR UPDATE SKIP LOCKED, leases)
-//   and row locks carry the guarantees instead.
+// - writes of one process run one at a time (a transaction, or a single write statement outside one),
+//   as on SQLite's single connection: the services were written against a serialized writer. Reads run
+//   in parallel on the pool. Across instances the claims (FOR UPDATE SKIP LOCKED, leases) and row locks
+//   carry the guarantees instead.
 import pg from "pg";
 import { CompiledQuery, Kysely, PostgresDialect, type DatabaseConnection, type Driver, type TransactionSettings } from "kysely";
 import { Mutex } from "./bun-sqlite-dialect";
@@ -48,7 +49,11 @@ function wrapPool(pool: pg.Pool) {
   };
 }
 
-/** Serializes transactions within this process (see the header). */
+const WRITE_NODES = new Set(["InsertQueryNode", "UpdateQueryNode", "DeleteQueryNode", "MergeQueryNode"]);
+const WRITE_TEXT = /^\s*(insert|update|delete|with|create|drop|alter|merge)\b/i;
+const isWrite = (q: CompiledQuery) => WRITE_NODES.has(q.query.kind) || (q.query.kind === "RawNode" && WRITE_TEXT.test(q.sql));
+
+/** Serializes this process's writes (see the header). */
 class SerializedDriver implements Driver {
   readonly mutex = new Mutex();
   private readonly holders = new WeakSet<DatabaseConnection>();
@@ -56,8 +61,28 @@ class SerializedDriver implements Driver {
   init() {
     return this.inner.init();
   }
-  acquireConnection() {
-    return this.inner.acquireConnection();
+  async acquireConnection(): Promise<DatabaseConnection> {
+    const conn = await this.inner.acquireConnection();
+    const holders = this.holders;
+    const mutex = this.mutex;
+    // A write outside a transaction waits for the writer's turn, like one inside a transaction.
+    return new Proxy(conn, {
+      get(target, prop, receiver) {
+        if (prop !== "executeQuery") {
+          const v = Reflect.get(target, prop, target);
+          return typeof v === "function" ? v.bind(target) : v;
+        }
+        return async (q: CompiledQuery) => {
+          if (holders.has(receiver) || !isWrite(q)) return target.executeQuery(q);
+          await mutex.lock();
+          try {
+            return await target.executeQuery(q);
+          } finally {
+            mutex.unlock();
+          }
+        };
+      },
+    });
   }
   async beginTransaction(conn: DatabaseConnection, settings: TransactionSettings) {
     await this.mutex.lock();

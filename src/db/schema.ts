@@ -11,6 +11,7 @@ import type { WorkflowTables } from "./tables/workflows";
 import type { BillingTables } from "./tables/billing";
 import type { AnalyticsTables } from "./tables/analytics";
 import type { WebhookTables } from "./tables/webhooks";
+import type { SandboxTables } from "./tables/sandbox";
 
 /** The whole database as Kysely sees it; each part lives beside its migration's owner. */
-export interface DB extends FoundationTables, AudienceTables, SenderTables, DeliveryTables, FeedbackTables, ObservabilityTables, CampaignTables, DeliverabilityTables, SegmentTables, WorkflowTables, BillingTables, AnalyticsTables, WebhookTables {}
+export interface DB extends FoundationTables, AudienceTables, SenderTables, DeliveryTables, FeedbackTables, ObservabilityTables, CampaignTables, DeliverabilityTables, SegmentTables, WorkflowTables, BillingTables, AnalyticsTables, WebhookTables, SandboxTables {}

@@ -127,6 +127,26 @@ async function authenticate(
   return { projectId, via: "session", userId, role: m.role };
 }
 
+/**
+ * The user of the request's session cookie, or null when there is none or it is no longer valid (expired,
+ * logged out, user deleted). `GET /auth/session` answers with it: the dashboard asks "am I logged in?" without
+ * a 401 in the browser console.
+ */
+export async function sessionUserId(
+  ctx: AppContext,
+  request: Request,
+  jwt: { verify: (t?: string, options?: { currentDate?: Date }) => Promise<false | Record<string, unknown>> },
+): Promise<string | null> {
+  const token = sessionToken(request);
+  if (!token) return null;
+  try {
+    return (await authenticate(ctx, "session", request, token, jwt)).userId;
+  } catch (e) {
+    if (e instanceof AppError && e.status === 401) return null;
+    throw e;
+  }
+}
+
 export const sessionTokenHash = (token: string) => createHash("sha256").update(token).digest("hex");
 
 /**

@@ -146,6 +146,27 @@ export function jsonTooDeep(text: string, max = MAX_JSON_DEPTH): boolean {
   return false;
 }
 
+/** The path of the first string (key or value) holding U+0000, or null. */
+export function nulPath(v: unknown, at: string): string | null {
+  if (typeof v === "string") return v.includes("\u0000") ? at : null;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const p = nulPath(v[i], `${at}[${i}]`);
+      if (p) return p;
+    }
+    return null;
+  }
+  if (v && typeof v === "object") {
+    for (const [k, x] of Object.entries(v)) {
+      const here = at === "body" ? k : `${at}.${k}`;
+      if (k.includes("\u0000")) return here;
+      const p = nulPath(x, here);
+      if (p) return p;
+    }
+  }
+  return null;
+}
+
 export const tooDeep = () =>
   validationError(
     [{ field: "body", message: `JSON nests deeper than ${MAX_JSON_DEPTH} levels`, code: "too_deep" }],
@@ -283,12 +304,23 @@ async function readAndParse(request: Request, path: string, limit: number, conte
       rejectedBodies.set(request, tooDeep());
       return {};
     }
+    let parsed: unknown;
     try {
-      return JSON.parse(text);
+      parsed = JSON.parse(text);
     } catch {
       malformed(request);
       return {};
     }
+    // U+0000 cannot be stored in a text or JSON column of PostgreSQL, and is in no email address,
+    // header or message: refused on both engines alike, naming the field.
+    if (text.includes("\\u0000") && !path.startsWith("/webhooks/")) {
+      const at = nulPath(parsed, "body");
+      if (at) {
+        rejectedBodies.set(request, validationError([{ field: at, message: "Must not contain the NUL character (U+0000)", code: "invalid_string" }]));
+        return {};
+      }
+    }
+    return parsed;
   }
   if (type.startsWith("multipart/form-data")) {
     const bytes = await readBounded(request, limit);

@@ -26,7 +26,7 @@ export interface HardBounce {
 
 /** The audience side of a hard bounce; `events` (email.bounce and whatever the caller records with it) are recorded too. */
 export async function applyHardBounce(trx: Kysely<DB> | Transaction<DB>, ctx: AppContext, b: HardBounce, events: EventRow[]): Promise<RecordedEvent[]> {
-  await suppress(trx, { projectId: b.projectId, email: b.email, reason: "bounce", detail: b.detail, emailId: b.emailId, now: b.now });
+  await suppress(trx, { projectId: b.projectId, email: b.email, reason: "HARD_BOUNCE", source: "EMAIL", detail: b.detail, emailId: b.emailId, now: b.now });
   const recorded: RecordedEvent[] = [];
   for (const ev of events) {
     const eventId = await recordEvent(trx, ctx, { projectId: ev.projectId, contactId: ev.contactId, name: ev.name, data: ev.data, emailId: ev.emailId });

@@ -1,9 +1,10 @@
 // How emails enter the outbox (for /v1/send, account emails and later campaigns and workflows):
 // insert the shared content once, then one row per recipient, in the caller's transaction; after
 // the commit call wakeOutbox(ctx). A row is due when next_attempt_at <= now.
-// Two flavours with the same rows: Kysely (inside a Kysely transaction) and raw prepared
-// statements (inside ctx.store.exclusive + sqlite.transaction, for the hot /v1/send path).
-import type { Q } from "../db/raw";
+// One email insert (insertEmailRaw: a prepared statement per row on the caller's transaction, the hot
+// /v1/send and fan-out paths); insertEmails runs it on a Kysely transaction.
+import { qOf, type Q } from "../db/raw";
+import { dialect } from "../db/dialect";
 import type { Insertable, Kysely, Transaction } from "kysely";
 import type { DB } from "../db";
 import type { EmailContentsTable, EmailSourceType, EmailStatus, EmailsTable } from "../db/tables/delivery";
@@ -91,7 +92,7 @@ function emailRow(id: string, now: number, hostname: string, e: NewEmail): Inser
     last_reply: status === "SUPPRESSED" ? SUPPRESSED_REPLY : null,
     created_at: now,
     updated_at: now,
-    ...(e.priority ? { priority: e.priority } : {}),
+    priority: e.priority ?? 0,
   };
 }
 
@@ -104,7 +105,8 @@ export async function insertContent(db: Db, now: number, c: NewContent): Promise
 /** The `email.suppressed` event of an email recorded SUPPRESSED at enqueue (never attempted). */
 function suppressedEvent(id: string, e: NewEmail): Omit<RecordedEvent, "eventId"> | null {
   if ((e.status ?? "PENDING") !== "SUPPRESSED" || !e.projectId || !e.contactId) return null;
-  return { projectId: e.projectId, contactId: e.contactId, name: "email.suppressed", data: { emailId: id, to: e.toEmail, reply: SUPPRESSED_REPLY } };
+  const data = { emailId: id, to: e.toEmail, ...(e.campaignId ? { campaignId: e.campaignId } : {}), reply: SUPPRESSED_REPLY };
+  return { projectId: e.projectId, contactId: e.contactId, name: "email.suppressed", data };
 }
 
 /**
@@ -112,32 +114,11 @@ function suppressedEvent(id: string, e: NewEmail): Omit<RecordedEvent, "eventId"
  * its `email.suppressed` event in the same transaction; pass `recorded` to notify it after the commit.
  */
 export async function insertEmails(db: Db, now: number, hostname: string, rows: NewEmail[], recorded?: RecordedEvent[]): Promise<string[]> {
-  if (!rows.length) return [];
-  const values = rows.map((e) => emailRow(Bun.randomUUIDv7(), now, hostname, e));
-  // SQLite caps bound parameters per statement: 500 rows at a time.
-  for (let i = 0; i < values.length; i += 500) await db.insertInto("emails").values(values.slice(i, i + 500)).execute();
-  const events = rows.flatMap((e, i) => {
-    const ev = suppressedEvent(values[i]!.id!, e);
-    return ev ? [{ ...ev, eventId: newEventId(now) }] : [];
-  });
-  for (let i = 0; i < events.length; i += 500) {
-    await db
-      .insertInto("events")
-      .values(
-        events.slice(i, i + 500).map((ev) => ({
-          id: ev.eventId,
-          project_id: ev.projectId,
-          contact_id: ev.contactId,
-          name: ev.name,
-          data: JSON.stringify(ev.data),
-          email_id: ev.data.emailId as string,
-          created_at: now,
-        })),
-      )
-      .execute();
-  }
-  recorded?.push(...events);
-  return values.map((v) => v.id!);
+  // The one email insert (insertEmailRaw), on the caller's transaction.
+  const q = qOf(db, dialect().engine);
+  const ids: string[] = [];
+  for (const e of rows) ids.push(await insertEmailRaw(q, now, hostname, e, recorded));
+  return ids;
 }
 
 // ---- raw flavour (inside ctx.store.exclusive, within one sqlite transaction) --------------------
@@ -161,6 +142,7 @@ const EMAIL_COLUMNS = [
   "last_reply",
   "created_at",
   "updated_at",
+  "priority",
 ] as const;
 const insertSql = (table: string, cols: readonly string[]) => `INSERT INTO ${table} (${cols.join(", ")}) VALUES (${cols.map(() => "?").join(", ")})`;
 const INSERT_CONTENT = insertSql("email_contents", CONTENT_COLUMNS);

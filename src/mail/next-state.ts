@@ -120,3 +120,37 @@ export function nextState(row: AttemptRow, result: AttemptResult, schedule: Retr
 export function attemptLabel(s: NextState): string {
   return s.status === "SENT" ? "sent" : s.status === "DELIVERED" ? "delivered" : s.status === "BOUNCED" ? "bounced" : "deferred";
 }
+
+// ---- after delivery: feedback that moves an email ------------------------------------------------
+
+/** What can happen to an email after its attempts: tracking, reports that arrive later, a cancelled campaign. */
+export type FeedbackKind = "open" | "click" | "bounce" | "complaint" | "delivered-report" | "cancel";
+
+/**
+ * Mail that reached someone: an open or click on anything else is not believable. SENDING counts: a
+ * link scanner may fetch within milliseconds of the remote 250, before the outcome is committed; the
+ * row keeps SENDING (the outcome write then lands on OPENED/CLICKED), only the times are set.
+ */
+export const REACHED: ReadonlySet<string> = new Set(["SENDING", "SENT", "DELIVERED", "OPENED", "CLICKED", "BOUNCED", "COMPLAINED"]);
+
+/**
+ * The status an email moves to on `kind`, or null when it stays (the one table of these moves; the
+ * outbox's own moves are nextState above). Status only moves forward, SENT < DELIVERED < OPENED < CLICKED;
+ * BOUNCED and COMPLAINED win; only mail still waiting in the queue can be cancelled.
+ */
+export function afterFeedback(status: string, kind: FeedbackKind): string | null {
+  switch (kind) {
+    case "open":
+      return status === "SENT" || status === "DELIVERED" ? "OPENED" : null;
+    case "click":
+      return status === "SENT" || status === "DELIVERED" || status === "OPENED" ? "CLICKED" : null;
+    case "bounce":
+      return status === "BOUNCED" || status === "COMPLAINED" ? null : "BOUNCED";
+    case "complaint":
+      return status === "COMPLAINED" ? null : "COMPLAINED";
+    case "delivered-report":
+      return status === "SENT" ? "DELIVERED" : null;
+    case "cancel":
+      return status === "PENDING" || status === "DEFERRED" ? "CANCELLED" : null;
+  }
+}

@@ -14,11 +14,12 @@ import { applyHardBounce } from "./bounces";
 import type { AttemptRow, EventRow, NextState } from "./next-state";
 import { suppressedAmongRaw } from "./suppressions";
 import { storeLinks, type FreshLinks } from "./tracked-links";
+import type { KeptRaw } from "./sandbox";
 
 /** The columns of an email the outbox claims (CLAIMED_COLUMNS). */
 export type ClaimedEmail = Pick<
   Selectable<EmailsTable>,
-  "id" | "project_id" | "content_id" | "contact_id" | "to_email" | "to_name" | "vars" | "source_type" | "campaign_id" | "template_id" | "message_id" | "attempts" | "sent_at"
+  "id" | "project_id" | "content_id" | "contact_id" | "to_email" | "to_name" | "vars" | "source_type" | "campaign_id" | "template_id" | "message_id" | "attempts" | "sent_at" | "sandbox"
 >;
 
 export type ContentRow = Omit<Selectable<EmailContentsTable>, "created_at" | "no_tracking"> & { no_tracking?: number };
@@ -97,10 +98,12 @@ export function outboxStore(ctx: AppContext): OutboxStore {
 export interface Settled {
   row: AttemptRow;
   state: NextState;
+  /** The message to keep for GET /emails/:id/raw (the sandbox's capture, or MAILSVC_KEEP_RAW); stored before the outcome. */
+  kept?: KeptRaw;
 }
 
 const CLAIMED_COLUMNS =
-  "id, project_id, content_id, contact_id, to_email, to_name, vars, source_type, campaign_id, template_id, message_id, attempts, sent_at";
+  "id, project_id, content_id, contact_id, to_email, to_name, vars, source_type, campaign_id, template_id, message_id, attempts, sent_at, sandbox";
 
 // Priority 0 (transactional, workflow, system) before 1 (campaigns): a password reset never waits
 // behind a newsletter. Each is a range seek on emails_due_priority. On PostgreSQL the candidates are

@@ -29,6 +29,7 @@ import { Dispatcher, parseRelayUrl, type DeliveryInfo } from "./pool";
 import { chooseFairly, ProjectBuckets } from "./send-rate";
 import { sharedSigner } from "./signer";
 import type { SmtpTimeouts } from "./smtp-client";
+import { capturedResult, fromSmtpData, isSandbox, keepRaw, simulationOf } from "./sandbox";
 import { SUPPRESSED_REPLY } from "./suppressions";
 import { secretOf } from "./tokens";
 import type { FreshLinks } from "./tracked-links";
@@ -79,6 +80,8 @@ interface BatchLookups {
   /** Contacts of the batch's MARKETING/HEADLESS emails that have unsubscribed since their email was queued. */
   unsubscribed: Set<string>;
   trackingModes: Map<string, string>;
+  /** Projects of the batch that are sandboxes: their messages are captured instead of sent (sandbox.ts). */
+  sandbox: Set<string>;
 }
 
 /** A guard stops an email before any attempt, with the outcome it gets instead. */
@@ -88,6 +91,8 @@ type Guard = (row: ClaimedEmail, batch: BatchLookups) => AttemptResult | null;
 const WITHDRAWN: AttemptResult = { kind: "cancelled", reply: "campaign cancelled before this email was sent" };
 /** MARKETING/HEADLESS mail to a contact who unsubscribed after it was queued: settled CANCELLED, never sent. */
 const UNSUBSCRIBED: AttemptResult = { kind: "cancelled", reply: "recipient unsubscribed before this email was sent" };
+/** Simulated recipients that do something after their delivery (src/modules/sandbox). */
+const REACTING = new Set<string | null>(["complaint", "open", "click"]);
 /** Content types that only subscribed contacts receive (decisions.md "Templates, rendering, types"). */
 const NEEDS_SUBSCRIPTION = new Set(["MARKETING", "HEADLESS"]);
 
@@ -293,7 +298,9 @@ export class Outbox {
       const content = batch.contents(row.content_id)!;
       // Content marked no_tracking (a campaign's test send) is never tracked.
       const mode = row.project_id ? (content.no_tracking ? "DISABLED" : (batch.trackingModes.get(row.project_id) ?? "ENABLED")) : undefined;
-      started.push(this.attempt(row, content, mode));
+      // Captured: the project is a sandbox now, or the email is sandbox mail (captured before, or queued while it was one).
+      const sandbox = row.sandbox === 1 || (!!row.project_id && batch.sandbox.has(row.project_id));
+      started.push(this.attempt(row, content, mode, sandbox));
       if (i % 8 === 7) await yieldToEventLoop();
     }
     await Promise.all(started);
@@ -320,7 +327,9 @@ export class Outbox {
     // A campaign cancelled in another process, or before a restart that requeued its claimed emails.
     const campaigns = [...new Set(rows.map((r) => r.campaign_id).filter((id): id is string => id !== null))];
     if (campaigns.length) for (const id of await this.store.cancelledAmong(campaigns)) this.cancelCampaign(id);
-    return { contents: (id) => this.contents.get(id), withdrawn: (row) => this.withdrawn(row), suppressed, unsubscribed, trackingModes };
+    const sandbox = new Set<string>();
+    for (const pid of byProject.keys()) if (await isSandbox(this.ctx, pid)) sandbox.add(pid);
+    return { contents: (id) => this.contents.get(id), withdrawn: (row) => this.withdrawn(row), suppressed, unsubscribed, trackingModes, sandbox };
   }
 
   /** guard: the first guard that stops the email gives its outcome. */
@@ -333,7 +342,7 @@ export class Outbox {
   }
 
   /** plan, build, send. A failure before the wire is a local error: the email is deferred. */
-  private async attempt(row: ClaimedEmail, content: ContentRow, trackingMode: string | undefined): Promise<void> {
+  private async attempt(row: ClaimedEmail, content: ContentRow, trackingMode: string | undefined, sandbox: boolean): Promise<void> {
     const builder = this.builder;
     let built: BuiltMessage;
     try {
@@ -348,7 +357,8 @@ export class Outbox {
       builder.release(built.raw);
       return this.settle(row, WITHDRAWN);
     }
-    this.send(builder, row, content, built.raw);
+    if (sandbox) this.capture(builder, row, built.raw);
+    else this.send(builder, row, content, built.raw);
   }
 
   /**
@@ -389,21 +399,44 @@ export class Outbox {
       to: row.to_email,
       raw,
       urgent: row.source_type !== "CAMPAIGN",
-      done: (result, info) => this.settle(row, { ...result, host: info.host }, info).finally(() => builder.release(raw)),
+      done: (result, info) => {
+        // MAILSVC_KEEP_RAW: the message as handed to SMTP is kept for GET /emails/:id/raw (copied before its buffer is reused).
+        const kept = this.ctx.config.keepRaw && row.project_id && info.host !== null ? { raw: fromSmtpData(raw), sandbox: false } : undefined;
+        return this.settle(row, { ...result, host: info.host }, info, kept).finally(() => builder.release(raw));
+      },
       withdraw: () => (this.withdrawn(row) ? this.settle(row, WITHDRAWN).finally(() => builder.release(raw)) : null),
     });
   }
 
   /**
+   * The sandbox's send: the message, built and signed exactly as for real, is kept instead of being
+   * handed to an MX, and settles with the answer the sandbox gives its recipient (sandbox.ts).
+   */
+  private capture(builder: MessageBuilder, row: ClaimedEmail, raw: Buffer): void {
+    if (this.withdrawn(row)) {
+      void this.settle(row, WITHDRAWN).finally(() => builder.release(raw));
+      return;
+    }
+    const kept = { raw: fromSmtpData(raw), sandbox: true };
+    builder.release(raw);
+    void this.settle(row, capturedResult(row.to_email, row.attempts), { host: null, secure: false, ms: 0 }, kept);
+  }
+
+  /**
    * settle: the row's next state (nextState), the attempt's metrics and log line, then the group
    * commit; resolves once the outcome is committed, which frees the row's place in flight.
+   * `kept`: the message to keep for GET /emails/:id/raw (sandbox: it was captured, not sent).
    */
-  private settle(row: ClaimedEmail, result: AttemptResult, info?: DeliveryInfo): Promise<void> {
-    const state = nextState(row, result, { now: this.ctx.clock.now(), delaysMs: this.ctx.config.retryScheduleMs, relay: this.relay });
+  private settle(row: ClaimedEmail, result: AttemptResult, info?: DeliveryInfo, kept?: { raw: Buffer; sandbox: boolean }): Promise<void> {
+    const state = nextState(row, result, { now: this.ctx.clock.now(), delaysMs: this.ctx.config.retryScheduleMs, relay: this.relay && !kept?.sandbox });
     if (state.attempted && result.kind !== "suppressed" && result.kind !== "unsendable" && result.kind !== "cancelled") {
       const label = attemptLabel(state);
-      this.ctx.metrics.deliveryAttempts.inc({ result: label });
-      this.ctx.metrics.mailAttempts++;
+      // Captured mail is counted apart: it is not a delivery attempt (metrics, the mail-load signal).
+      if (kept?.sandbox) this.ctx.metrics.sandboxCaptured.inc({ result: label });
+      else {
+        this.ctx.metrics.deliveryAttempts.inc({ result: label });
+        this.ctx.metrics.mailAttempts++;
+      }
       this.ctx.log.json({
         msg: "delivery",
         email: row.id,
@@ -417,9 +450,10 @@ export class Outbox {
         ms: info?.ms ?? 0,
         attempt: row.attempts + 1,
         reply: state.reply,
+        ...(kept?.sandbox ? { sandbox: true } : {}),
       });
     }
-    return this.commits.add({ row, state }).finally(() => {
+    return this.commits.add({ row, state, ...(kept ? { kept: { emailId: row.id, projectId: row.project_id, ...kept } } : {}) }).finally(() => {
       this.inflight.delete(row.id);
       if (this.opts.maxInflight - this.inflight.size >= this.claimThreshold()) this.wake();
     });
@@ -427,13 +461,27 @@ export class Outbox {
 
   /** The group commit's write: outcomes through the store, then who waits on them is told. */
   private async record(items: Settled[]): Promise<void> {
-    const recorded = await this.store.recordOutcomes(this.ctx.clock.now(), items);
+    const now = this.ctx.clock.now();
+    const kept = items.flatMap((i) => (i.kept && i.state.attempted ? [i.kept] : []));
+    // Before the outcome: an email is never seen captured (DELIVERED) without its message.
+    if (kept.length) await keepRaw(this.ctx, kept, now);
+    const recorded = await this.store.recordOutcomes(now, items);
     const bounced = items.filter((i) => i.state.bounce && i.row.project_id);
     // Workflows and webhooks start from these; not awaited, so a slow consumer never holds a connection.
     if (bounced.length) await afterHardBounces(this.ctx, recorded, bounced.map((i) => i.row.project_id!));
     else if (recorded.length) void notifyEvents(this.ctx, recorded);
     const campaigns = new Set(items.map((i) => i.row.campaign_id).filter((id): id is string => !!id));
     if (campaigns.size) this.ctx.hooks.campaignOutcomes?.(this.ctx, [...campaigns]);
+    // Simulated recipients that complain, open or click after the delivery (src/modules/sandbox).
+    const followUps = items.filter((i) => i.kept?.sandbox && i.state.status === "DELIVERED" && REACTING.has(simulationOf(i.row.to_email)));
+    if (followUps.length && this.ctx.hooks.sandboxDelivered) {
+      const hook = this.ctx.hooks.sandboxDelivered;
+      for (const i of followUps) {
+        void hook(this.ctx, { emailId: i.row.id, toEmail: i.row.to_email, raw: i.kept!.raw }).catch((e) =>
+          this.ctx.log.error("sandbox: simulated recipient's reaction failed", { email: i.row.id, error: String(e) }),
+        );
+      }
+    }
   }
 
   // ---- building ---------------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 // sending reputation and tracking settings. Kysely, written so a Postgres dialect could run them.
 import { sql, type Kysely } from "kysely";
 import type { DB } from "../db";
+import type { EmailStatus } from "../db/tables/delivery";
+import { afterFeedback } from "./next-state";
 
 export interface ReputationCounts {
   sent: number;
@@ -24,6 +26,7 @@ export async function reputationCounts(db: Kysely<DB>, projectId: string, since:
       .select([count("sent_at").as("sent"), count("bounced_at").as("bounced"), count("complained_at").as("complained")])
       .where("project_id", "=", projectId)
       .where("id", ">=", fromId)
+      .where("sandbox", "=", 0) // captured by the sandbox: never sent, not the project's reputation
       .executeTakeFirst(),
     db.selectFrom("projects").select(["disabled", "disabled_reason", "updated_at"]).where("id", "=", projectId).executeTakeFirst(),
   ]);
@@ -58,4 +61,56 @@ export async function trackingSettings(db: Kysely<DB>, projectId: string, emailI
     .where("p.id", "=", projectId)
     .executeTakeFirst();
   return row ? { mode: row.tracking, fromEmail: row.from_email } : null;
+}
+
+// ---- the email row after its attempts: every status change here goes through afterFeedback ----------
+
+type Db = Kysely<DB>;
+
+/** First open or click of an email in `status`: its times, and its status when afterFeedback moves it. */
+export async function markEngaged(
+  db: Db,
+  e: { id: string; status: string; opened_at: number | null; clicked_at?: number | null },
+  kind: "open" | "click",
+  now: number,
+): Promise<void> {
+  const next = afterFeedback(e.status, kind);
+  const times =
+    kind === "open" ? { opened_at: e.opened_at ?? now } : { opened_at: e.opened_at ?? now, clicked_at: e.clicked_at ?? now };
+  await db
+    .updateTable("emails")
+    .set({ ...times, updated_at: now, ...(next ? { status: next as EmailStatus } : {}) })
+    .where("id", "=", e.id)
+    .execute();
+}
+
+/** A report that arrived after the attempt: bounce (permanent), complaint or delivery (a relay's success DSN). False when the status does not move. */
+export async function markReported(
+  db: Db,
+  e: { id: string; status: string },
+  kind: "bounce" | "complaint" | "delivered-report",
+  now: number,
+  reply?: string,
+): Promise<boolean> {
+  const next = afterFeedback(e.status, kind);
+  if (!next) return false;
+  const at = kind === "bounce" ? { bounced_at: now, last_reply: reply ?? "async DSN: permanent failure" } : kind === "complaint" ? { complained_at: now } : { delivered_at: now };
+  await db.updateTable("emails").set({ status: next as EmailStatus, ...at, updated_at: now }).where("id", "=", e.id).execute();
+  return true;
+}
+
+/** A transient report after the attempt: only the last reply changes. */
+export async function noteReply(db: Db, id: string, reply: string, now: number): Promise<void> {
+  await db.updateTable("emails").set({ last_reply: reply, updated_at: now }).where("id", "=", id).execute();
+}
+
+/** A cancelled campaign's emails still waiting in the queue (afterFeedback "cancel": PENDING, DEFERRED). */
+export async function cancelQueuedOfCampaign(db: Db, campaignId: string, now: number): Promise<number> {
+  const r = await db
+    .updateTable("emails")
+    .set({ status: "CANCELLED", next_attempt_at: null, updated_at: now })
+    .where("campaign_id", "=", campaignId)
+    .where("status", "in", ["PENDING", "DEFERRED"].filter((s) => afterFeedback(s, "cancel")) as EmailStatus[])
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows);
 }

@@ -36,8 +36,8 @@ function mac(secret: Buffer, data: string, bytes = SIG_BYTES): Buffer {
 /** A keyed digest for other signed names (link keys): `bytes` of HMAC-SHA256, base64url. Takes the secret, not the context: the build worker has no AppContext. */
 export const keyedDigest = (secret: Buffer, data: string, bytes: number) => mac(secret, data, bytes).toString("base64url");
 
-export type TokenKind = "open" | "click" | "sub";
-const KIND_CODE: Record<TokenKind, number> = { open: 0x6f, click: 0x63, sub: 0x73 };
+export type TokenKind = "open" | "click" | "sub" | "confirm";
+const KIND_CODE: Record<TokenKind, number> = { open: 0x6f, click: 0x63, sub: 0x73, confirm: 0x66 };
 
 // Compact binary payloads (links are repeated in every tracked message, so every byte counts):
 // kind byte, then fields; a UUID field is 0x01 + 16 bytes, any other string 0x02 + length + UTF-8.
@@ -135,6 +135,13 @@ export function readSubscriptionToken(ctx: AppContext, token: string): Subscribe
   if (!f || f.length < 2 || !f[0]) return null;
   if (f[1]) return { projectId: f[0], contactId: f[1], email: "" };
   return f[2] ? { projectId: f[0], contactId: null, email: f[2] } : null;
+}
+
+/** Double opt-in: the confirmation row (its expiry and single use live in the row). */
+export const confirmationToken = (ctx: AppContext, projectId: string, confirmationId: string) => signToken(ctx, "confirm", [projectId, confirmationId]);
+export function readConfirmationToken(ctx: AppContext, token: string): { projectId: string; confirmationId: string } | null {
+  const f = verifyToken(ctx, "confirm", token);
+  return f && f.length === 2 && f[0] && f[1] ? { projectId: f[0], confirmationId: f[1] } : null;
 }
 
 // ---- the List-Unsubscribe mailto local part ------------------------------------------------------

@@ -6,6 +6,8 @@ import { analyticsModule } from "./analytics";
 import { contactsModule } from "./contacts";
 import { domainsModule } from "./domains";
 import { emailsModule } from "./emails";
+import { suppressionsModule } from "./suppressions";
+import { doubleOptInModule } from "./double-opt-in";
 import { eventsModule } from "./events";
 import { metricsModule } from "./metrics";
 import type { ModuleDef } from "./module";
@@ -16,6 +18,7 @@ import { deliveryModule } from "./delivery";
 import { systemRoutes } from "./system/routes";
 import { templatesModule } from "./templates";
 import { feedbackModule } from "./feedback";
+import { sandboxModule } from "./sandbox";
 import { uploadsModule } from "./uploads";
 import { userRoutes } from "./users/routes";
 import { verifyModule } from "./verify";
@@ -39,7 +42,10 @@ export const MODULES: ModuleDef[] = [
   deliveryModule,
   campaignsModule,
   feedbackModule,
+  sandboxModule,
   emailsModule,
+  suppressionsModule,
+  doubleOptInModule,
   activityModule,
   analyticsModule,
   metricsModule,

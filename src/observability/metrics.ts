@@ -24,6 +24,13 @@ export class Metrics {
     labelNames: ["result"] as const,
     registers: [this.registry],
   });
+  /** Sandbox mail: captured instead of sent, so never a delivery attempt (mailsvc_delivery_attempts_total). */
+  readonly sandboxCaptured = new Counter({
+    name: "mailsvc_sandbox_captured_total",
+    help: "Messages captured by the sandbox instead of being sent, by simulated result (delivered, deferred, bounced)",
+    labelNames: ["result"] as const,
+    registers: [this.registry],
+  });
   readonly dkimSignSeconds = new Histogram({
     name: "mailsvc_dkim_sign_duration_seconds",
     help: "Time to DKIM-sign one message",

@@ -113,7 +113,7 @@ describe("delivery outcomes on the trail", () => {
         { projectId: env.acct.projectId, contentId, contactId: contact.body.id, toEmail: to, sourceType: "TRANSACTIONAL", runAt: now + 60_000 },
       ]);
     });
-    await ctx.db.insertInto("suppressions").values({ project_id: env.acct.projectId, email: to, reason: "complaint", detail: null, email_id: null, created_at: now }).execute();
+    await ctx.db.insertInto("suppressions").values({ id: Bun.randomUUIDv7(), project_id: env.acct.projectId, email: to, reason: "COMPLAINT", detail: null, source: "API", email_id: null, job_id: null, created_at: now }).execute();
     moveClock(61_000);
     await waitForView(env.srv, key, id!, "SUPPRESSED");
     const items = await trail(contact.body.id);

@@ -715,7 +715,7 @@ describe("operator CLI", () => {
     const copy = join(dir, "bk", "copy.db");
     const r = await cli(["backup", copy, "--db", db]);
     expect(r.code).toBe(0);
-    const s = await startServer({ dbPath: copy });
+    const s = await startServer({ dbPath: copy, config: { db: copy } }); // the CLI's SQLite file, on either suite engine
     try {
       expect((await s.api("/templates", { key })).status).toBe(200);
       expect((await s.api("/auth/login", { body: { email: "b@example.com", password: "a long password" } })).status).toBe(200);

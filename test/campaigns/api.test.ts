@@ -112,7 +112,7 @@ describe("delivery", () => {
       { email: `uns@${RCPT}`, subscribed: false, data: { firstName: "Uns" } },
       { email: `sup@${RCPT}` },
     ]);
-    await env.srv.ctx.db.insertInto("suppressions").values({ project_id: env.acct.projectId, email: `sup@${RCPT}`, reason: "manual", detail: null, email_id: null, created_at: Date.now() }).execute();
+    await env.srv.ctx.db.insertInto("suppressions").values({ id: Bun.randomUUIDv7(), project_id: env.acct.projectId, email: `sup@${RCPT}`, reason: "MANUAL", detail: null, source: "API", email_id: null, job_id: null, created_at: Date.now() }).execute();
     env.sink.reset();
     const c = await createCampaign(env);
     const sendFrom = env.srv.clock.now();

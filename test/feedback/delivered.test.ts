@@ -141,7 +141,7 @@ describe("delivered mail: headers, footer, tracking and feedback", () => {
     const r = await sendSmtp(inboundPort, { from: "", to: [m.msg.from], raw: postfixBounce({ emailId: m.emailId, to: "gone@reader.example", returnPath: m.msg.from }) });
     expect(r.ok).toBe(true);
     expect((await emailRow(srv, m.emailId)).status).toBe("BOUNCED");
-    expect((await suppression(srv, acct.projectId, "gone@reader.example"))?.reason).toBe("bounce");
+    expect((await suppression(srv, acct.projectId, "gone@reader.example"))?.reason).toBe("HARD_BOUNCE");
     expect((await contactRow(srv, m.contactId)).subscribed).toBe(0);
 
     const again = await srv.api("/v1/send", { key: acct.secretKey, body: { to: "gone@reader.example", from: "news@brand.example", subject: "again", body: "<p>again</p>" } });

@@ -92,7 +92,7 @@ describe.skipIf(!hasOpenssl)("POST /webhooks/sns (Amazon SES through SNS)", () =
     const r = await post(envelope({ Type: "Notification", Message: JSON.stringify(n) }, "2"));
     expect(r.status).toBe(200);
     expect((await emailRow(srv, m.emailId)).status).toBe("BOUNCED");
-    expect((await suppression(srv, acct.projectId, "ses-hard@example.net"))?.reason).toBe("bounce");
+    expect((await suppression(srv, acct.projectId, "ses-hard@example.net"))?.reason).toBe("HARD_BOUNCE");
     expect((await contactRow(srv, m.contactId)).subscribed).toBe(0);
     expect((await eventsOf(srv, m.contactId)).find((e) => e.name === "email.bounce")?.data.source).toBe("ses");
   });
@@ -103,7 +103,7 @@ describe.skipIf(!hasOpenssl)("POST /webhooks/sns (Amazon SES through SNS)", () =
     let r = await post(envelope({ Type: "Notification", Message: JSON.stringify({ notificationType: "Complaint", complaint: { complaintFeedbackType: "abuse", complainedRecipients: [{ emailAddress: "ses-complaint@example.net" }] }, mail }) }));
     expect(r.status).toBe(200);
     expect((await emailRow(srv, c.emailId)).status).toBe("COMPLAINED");
-    expect((await suppression(srv, acct.projectId, "ses-complaint@example.net"))?.reason).toBe("complaint");
+    expect((await suppression(srv, acct.projectId, "ses-complaint@example.net"))?.reason).toBe("COMPLAINT");
 
     const d = await relayed("ses-ok@example.net");
     r = await post(envelope({ Type: "Notification", Message: JSON.stringify({ notificationType: "Delivery", delivery: { recipients: ["ses-ok@example.net"] }, mail: sesMail(d.emailId, "ses-ok@example.net") }) }));

@@ -177,3 +177,25 @@ test("CORS: browsers may call key-authenticated endpoints (preflight and respons
   expect(err.status).toBe(401);
   expect(err.headers.get("access-control-allow-origin")).toBe("*");
 });
+
+describe("GET /auth/session", () => {
+  test("answers 200 with the user for a session, with null without one or with a dead one (never 401)", async () => {
+    const me = await srv.api("/auth/session", { cookie: a.cookie });
+    expect(me.status).toBe(200);
+    expect(me.body.user).toMatchObject({ id: a.userId, email: a.email });
+
+    for (const cookie of [undefined, "token=abc.def.ghi", "token="]) {
+      const r = await srv.api("/auth/session", { cookie });
+      expect(r.status).toBe(200);
+      expect(r.body).toEqual({ user: null });
+    }
+    // An API key is no session.
+    expect((await srv.api("/auth/session", { key: a.secretKey })).body).toEqual({ user: null });
+
+    // Logged out: the same cookie is no session any more; /users/@me keeps its 401.
+    const c = await createAccount(srv.api, "C");
+    expect((await srv.api("/auth/logout", { cookie: c.cookie })).status).toBe(200);
+    expect((await srv.api("/auth/session", { cookie: c.cookie })).body).toEqual({ user: null });
+    expect((await srv.api("/users/@me", { cookie: c.cookie })).status).toBe(401);
+  });
+});

@@ -29,7 +29,7 @@ function counts(): Record<string, number> {
 }
 
 // Public HTML pages and the dashboard's static assets answer HTML/text, not the API envelope.
-const PAGES = /^\/(t\/|unsubscribe\/|subscribe\/|manage\/|assets\/)/;
+const PAGES = /^\/(t\/|unsubscribe\/|subscribe\/|manage\/|confirm\/|assets\/)/;
 
 test("fuzz: every route answers hostile input without a 5xx, with the envelope, and without a partial write", async () => {
   expect(routes.length).toBeGreaterThan(40);

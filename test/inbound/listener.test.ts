@@ -55,7 +55,7 @@ describe("inbound SMTP listener", () => {
     expect(row.status).toBe("BOUNCED");
     expectTimeBetween(row.bounced_at, reportedFrom, srv.clock.now());
     expect(row.last_reply).toContain("5.1.1");
-    expect((await suppression(srv, acct.projectId, "nobody@example.net"))?.reason).toBe("bounce");
+    expect((await suppression(srv, acct.projectId, "nobody@example.net"))?.reason).toBe("HARD_BOUNCE");
     expect((await contactRow(srv, m.contactId)).subscribed).toBe(0);
     const evs = await eventsOf(srv, m.contactId);
     expect(evs.map((e) => e.name).sort()).toEqual(["contact.unsubscribed", "email.bounce"]);
@@ -75,7 +75,7 @@ describe("inbound SMTP listener", () => {
     const r = await sendSmtp(port, { from: "", to: ["news@example.com"], raw: gmailBounce({ emailId: m.emailId, to: "gone@gmail.example" }) });
     expect(r.ok).toBe(true);
     expect((await emailRow(srv, m.emailId)).status).toBe("BOUNCED");
-    expect((await suppression(srv, acct.projectId, "gone@gmail.example"))?.reason).toBe("bounce");
+    expect((await suppression(srv, acct.projectId, "gone@gmail.example"))?.reason).toBe("HARD_BOUNCE");
 
     // Our Message-IDs name the email (<emailId@MAILSVC_HOSTNAME>) even when the row kept none.
     const n = await sent("gone2@gmail.example");
@@ -105,7 +105,7 @@ describe("inbound SMTP listener", () => {
     expect(row.status).toBe("COMPLAINED");
     expectTimeBetween(row.complained_at, reportedFrom, srv.clock.now());
     expect((await contactRow(srv, m.contactId)).subscribed).toBe(0);
-    expect((await suppression(srv, acct.projectId, "angry@yahoo.example"))?.reason).toBe("complaint");
+    expect((await suppression(srv, acct.projectId, "angry@yahoo.example"))?.reason).toBe("COMPLAINT");
     const evs = await eventsOf(srv, m.contactId);
     expect(evs.map((e) => e.name).sort()).toEqual(["contact.unsubscribed", "email.complaint"]);
     expect(evs.find((e) => e.name === "email.complaint")!.data).toMatchObject({ emailId: m.emailId, feedbackType: "abuse" });

@@ -73,7 +73,7 @@ export async function startServer(opts: StartServerOptions = {}): Promise<TestSe
   const dbPath = opts.dbPath ?? join(dir, "test.db");
   // MAILSVC_TEST_ENGINE=postgres: the same test on a database of the suite's PostgreSQL (the path a
   // restart test passes again names the same database).
-  const databaseUrl = TEST_ENGINE === "postgres" && !opts.config?.db && !opts.config?.databaseUrl ? await testDatabaseUrl(opts.dbPath) : undefined;
+  const databaseUrl = TEST_ENGINE === "postgres" && !opts.config?.db && !opts.config?.databaseUrl ? await testDatabaseUrl(dbPath) : undefined;
   const config = loadConfig({}, {}, {
     ...(databaseUrl ? { databaseUrl } : opts.config?.databaseUrl ? {} : { db: dbPath }),
     host: "127.0.0.1",
@@ -167,13 +167,20 @@ export interface SpawnedServer {
 }
 
 /** Runs `bun src/main.ts serve` as a child process (for crash and signal tests). */
+/**
+ * The environment of a `mailsvc` process for the suite's engine: on PostgreSQL, MAILSVC_DB (a file
+ * path) becomes MAILSVC_DATABASE_URL of the database that path names (the same path, the same
+ * database: restart tests and CLI-then-serve tests share it).
+ */
+export async function engineEnv(env: Record<string, string>): Promise<Record<string, string>> {
+  if (TEST_ENGINE !== "postgres" || !env.MAILSVC_DB || env.MAILSVC_DATABASE_URL) return env;
+  const { MAILSVC_DB, ...rest } = env;
+  return { ...rest, MAILSVC_DATABASE_URL: await testDatabaseUrl(MAILSVC_DB) };
+}
+
 export async function spawnServer(env: Record<string, string>, timeoutMs = 10_000): Promise<SpawnedServer> {
   const port = await freeTcpPort();
-  if (TEST_ENGINE === "postgres" && env.MAILSVC_DB && !env.MAILSVC_DATABASE_URL) {
-    // The same file path names the same PostgreSQL database (restart tests spawn twice on one path).
-    const { MAILSVC_DB, ...rest } = env;
-    env = { ...rest, MAILSVC_DATABASE_URL: await testDatabaseUrl(MAILSVC_DB) };
-  }
+  env = await engineEnv(env);
   let out = "";
   const proc = Bun.spawn([process.execPath, join(import.meta.dir, "../../src/main.ts"), "serve"], {
     env: { ...process.env, MAILSVC_HOST: "127.0.0.1", MAILSVC_PORT: String(port), MAILSVC_LOG_REQUESTS: "false", ...env },

@@ -166,7 +166,7 @@ describe.skipIf(missing.length > 0)("audience and automation", () => {
     });
     await page.getByRole("button", { name: "Refresh" }).click();
     await page.getByRole("button", { name: "Step log" }).first().click();
-    await page.getByRole("region", { name: "Step log" }).or(page.locator('[aria-label="Step log"]')).first().getByText("SEND_EMAIL").waitFor();
+    await page.getByRole("region", { name: "Step log" }).or(page.locator('[aria-label="Step log"]')).first().getByText("Send email").waitFor();
     await screenshot(page, "workflow-executions");
     expect(pageErrors(page)).toEqual([]);
   }, 60_000);

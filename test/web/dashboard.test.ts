@@ -85,6 +85,9 @@ describe("dashboard", () => {
     await page.getByRole("heading", { name: "Create a project" }).waitFor();
     await page.getByLabel("Project name").fill("Acme newsletter");
     await page.getByRole("button", { name: "Create project" }).click();
+    // A new project opens on Overview (its getting-started checklist); its keys are in Settings.
+    await page.getByRole("heading", { name: "Overview" }).waitFor();
+    await page.getByRole("link", { name: "Settings" }).click();
     await page.getByRole("heading", { name: "Project settings" }).waitFor();
 
     const projects = await sessionApi("/users/@me/projects", { project: false });
@@ -242,7 +245,7 @@ describe("dashboard", () => {
     await screenshot(page, "emails");
 
     await page.getByRole("link", { name: "Activity" }).click();
-    await page.getByRole("table").getByText("email.sent").first().waitFor();
+    await page.getByRole("table").getByText("Email sent").first().waitFor();
     await screenshot(page, "activity");
   }, 30_000);
 

@@ -150,7 +150,7 @@ describe.skipIf(missing.length > 0)("dashboard QA fixes (2)", () => {
     await form.getByRole("button", { name: "Save trigger" }).click();
     await page.getByText("Trigger saved: runs on the event signed_up.").waitFor();
     expect(await get()).toMatchObject({ triggerType: "EVENT", triggerConfig: { eventName: "signed_up" }, enabled: true });
-    await page.getByText("trigger EVENT: signed_up").waitFor();
+    await page.getByText("When the event “signed_up” is tracked").waitFor();
     expect(pageErrors(page)).toEqual([]);
   }, 30_000);
 });

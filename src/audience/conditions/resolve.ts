@@ -3,7 +3,6 @@
  * "does this one contact match" for workflow CONDITION steps.
  */
 import type { Kysely, Transaction } from "kysely";
-import { sql } from "kysely";
 import type { DB } from "../../db";
 import { compileFrag, fragToRaw } from "./compile";
 import { q } from "./frag";
@@ -102,7 +101,7 @@ export async function contactMatches(
   const cond = fragToRaw(compileFrag(tree, cctx));
   const row = await db
     .selectFrom("contacts as c")
-    .select(sql<number>`1`.as("m"))
+    .select((eb) => eb.lit(1).as("m"))
     .where("c.id", "=", opts.contactId)
     .where("c.project_id", "=", opts.projectId)
     .where(cond)

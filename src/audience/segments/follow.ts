@@ -24,7 +24,7 @@ import type { Q } from "../../db/raw";
 import { evaluateInMemory, evaluateKnown, parseField, type ConditionTree, type MemContact, type MemEvent, type SegmentDef } from "../conditions";
 import type { RecordedEvent } from "../events";
 import type { TrackedSegment } from "./membership";
-import { addToCountsRaw, matchColumns, writeMoveRaw } from "./membership-raw";
+import { addToCountsRaw, matchColumns, writeMoveRaw, matchOneSql } from "./membership-raw";
 
 // ---- pure: what a condition reads, and what a write changes ---------------------------------------
 
@@ -195,7 +195,7 @@ export class SegmentFollower {
     let c = this.compiled.get(key);
     if (!c) {
       const cols = matchColumns(segs, { projectId: plan.projectId, now: this.now, segments: plan.segments });
-      c = { sql: `SELECT ${cols.sql} FROM contacts c WHERE c.id = ?`, params: cols.params };
+      c = { sql: matchOneSql(cols.sql), params: cols.params };
       this.compiled.set(key, c);
     }
     const row = await this.q.get<Record<string, number>>(c.sql, [...c.params, contactId]);

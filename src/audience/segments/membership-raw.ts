@@ -18,6 +18,9 @@ const REMOVE = "DELETE FROM segment_members WHERE segment_id = ? AND contact_id 
 // Only while the count is in sync with the stored rows (migration 020); otherwise the caller schedules a recount (recount.ts).
 const COUNT = "UPDATE segments SET member_count = member_count + ? WHERE id = ? AND members_synced = 1";
 
+/** One contact's match columns (matchColumns' SQL), the contact id as the last parameter. */
+export const matchOneSql = (columns: string) => `SELECT ${columns} FROM contacts c WHERE c.id = ?`;
+
 export const entryEvent = (slug: string) => `segment.${slug}.entry`;
 export const exitEvent = (slug: string) => `segment.${slug}.exit`;
 

@@ -1,7 +1,7 @@
 // What differs between SQLite and PostgreSQL, in one place per engine (sqlite.ts, postgres.ts).
 // A process runs on one engine: createContext (server.ts) selects it once, before anything compiles
 // SQL; stores and the condition compiler ask `dialect()` for the pieces they write.
-import type { RawBuilder } from "kysely";
+import { sql, type RawBuilder } from "kysely";
 import { sqliteDialect } from "./sqlite";
 import { postgresDialect } from "./postgres";
 import type { Frag } from "../../audience/conditions/frag";
@@ -16,6 +16,8 @@ export interface SqlDialect {
   orderNoCase(column: string): RawBuilder<unknown>;
   /** JSON text of a top-level key of a JSON column, as text (NULL when absent). */
   jsonText(column: string, key: string): RawBuilder<string | null>;
+  /** Whether any of `columns` contains `needle`, ignoring ASCII case (a search box over several text columns). */
+  containsAnyNoCase(columns: readonly string[], needle: string): RawBuilder<boolean>;
   /** Substring test (SQLite instr, PostgreSQL strpos). */
   contains(column: string, value: string): RawBuilder<boolean>;
   /** A top-level key of a JSON column: present (even when null)? */
@@ -64,4 +66,10 @@ export function useEngine(engine: Engine): void {
 
 export function dialect(): SqlDialect {
   return current;
+}
+
+/** `col LIKE '%needle%'` (escaped) over several columns, OR-ed, with the engine's case-insensitive LIKE. */
+export function containsAnyWith(like: "LIKE" | "ILIKE", columns: readonly string[], needle: string): RawBuilder<boolean> {
+  const pattern = `%${needle.replace(/[\\%_]/g, (c) => "\\" + c)}%`;
+  return sql<boolean>`(${sql.join(columns.map((c) => sql`${sql.ref(c)} ${sql.raw(like)} ${pattern} ESCAPE '\\'`), sql` OR `)})`;
 }

@@ -1,6 +1,6 @@
 import { sql } from "kysely";
 import { q, raw, type Frag } from "../../audience/conditions/frag";
-import type { SqlDialect } from "./index";
+import { containsAnyWith, type SqlDialect } from "./index";
 
 /** A top-level key as a string literal (keys are validated: no quotes, backslashes or control characters). */
 const keyLiteral = (key: string) => raw(`'${key.replaceAll("'", "''")}'`);
@@ -17,6 +17,7 @@ export const postgresDialect: SqlDialect = {
   likeNoCase: "ILIKE",
   orderNoCase: (column) => sql`lower(${sql.ref(column)})`,
   jsonText: (column, key) => sql<string | null>`(${sql.ref(column)}::jsonb ->> ${key})`,
+  containsAnyNoCase: (columns, needle) => containsAnyWith("ILIKE", columns, needle),
   contains: (column, value) => sql<boolean>`strpos(${sql.ref(column)}, ${value}::text) > 0`,
   jsonHasKey: (column, key) => sql<boolean>`(${sql.ref(column)}::jsonb -> ${key}::text) IS NOT NULL`,
   jsonRawValue: (column, key) => sql<string>`(${sql.ref(column)}::jsonb -> ${key}::text)::text`,

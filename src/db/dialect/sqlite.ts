@@ -1,6 +1,6 @@
 import { sql } from "kysely";
 import { q, raw, type Frag } from "../../audience/conditions/frag";
-import type { SqlDialect } from "./index";
+import { containsAnyWith, type SqlDialect } from "./index";
 
 /** The JSON path literal of a top-level data key (keys are validated: no quotes, backslashes or control characters). */
 const pathLiteral = (key: string) => raw(`'$."${key.replaceAll("'", "''")}"'`);
@@ -12,6 +12,7 @@ export const sqliteDialect: SqlDialect = {
   likeNoCase: "LIKE",
   orderNoCase: (column) => sql`${sql.ref(column)} COLLATE NOCASE`,
   jsonText: (column, key) => sql<string | null>`json_extract(${sql.ref(column)}, ${`$."${key}"`})`,
+  containsAnyNoCase: (columns, needle) => containsAnyWith("LIKE", columns, needle),
   contains: (column, value) => sql<boolean>`instr(${sql.ref(column)}, ${value}) > 0`,
   jsonHasKey: (column, key) => sql<boolean>`json_type(${sql.ref(column)}, ${`$."${key}"`}) IS NOT NULL`,
   jsonRawValue: (column, key) => sql<string>`${sql.ref(column)} -> ${`$."${key}"`}`,

@@ -12,6 +12,21 @@ export interface ContactsTable {
   data: string;
   created_at: number;
   updated_at: number;
+  /** 0 | 1: a public-key subscribe waits for its confirmation link (double opt-in, migration 022). */
+  pending_confirmation?: number;
+  /** When the last confirmation email was queued (at most one per 10 minutes). */
+  confirmation_sent_at?: number | null;
+}
+
+/** Confirmation links of double opt-in (migration 022): single use, 7 days. */
+export interface ContactConfirmationsTable {
+  id: string;
+  project_id: string;
+  contact_id: string;
+  email_id: string | null;
+  created_at: number;
+  expires_at: number;
+  confirmed_at: number | null;
 }
 
 export interface ContactCountsTable {
@@ -54,4 +69,5 @@ export interface AudienceTables {
   events: EventsTable;
   event_cursors: EventCursorsTable;
   contact_imports: ContactImportsTable;
+  contact_confirmations: ContactConfirmationsTable;
 }

@@ -65,14 +65,24 @@ export interface EmailsTable {
   failed_at: number | null;
   /** Outbox claim order: 0 first (transactional), 1 campaign mail. */
   priority: Generated<number>;
+  /** Migration 023: 1 when the sandbox captured the email (never sent). */
+  sandbox: Generated<number>;
 }
 
+export type SuppressionReason = "HARD_BOUNCE" | "COMPLAINT" | "MANUAL" | "UNSUBSCRIBE";
+export type SuppressionSource = "EMAIL" | "API" | "IMPORT";
+
 export interface SuppressionsTable {
+  /** Migration 022. */
+  id: string;
   project_id: string;
   email: string;
-  reason: string;
+  reason: SuppressionReason;
   detail: string | null;
+  /** Where it came from: EMAIL (email_id: the bounce or complaint), API (POST /suppressions), IMPORT (job_id). */
+  source: SuppressionSource;
   email_id: string | null;
+  job_id: string | null;
   created_at: number;
 }
 

@@ -29,6 +29,12 @@ export interface ProjectsTable {
   tracking: string;
   /** whsec_… (migration 010); NULL until first needed on projects created before it. */
   webhook_secret?: string | null;
+  /** Migration 023: 1 for a sandbox project (mail captured, never sent). */
+  sandbox: Generated<number>;
+  /** Double opt-in (migration 022): 0 | 1, the confirmation template (null: the plain default), where the link lands. */
+  double_opt_in?: number;
+  double_opt_in_template_id?: string | null;
+  double_opt_in_redirect_url?: string | null;
   created_at: number;
   updated_at: number;
 }

@@ -5,7 +5,7 @@ import { idAtTime } from "../../db/ids";
 
 
 /** isReservedEventName (src/audience/events.ts) as SQL GLOB patterns, for filtering client events in the database. */
-export const SYSTEM_PATTERNS = ["email.*", "contact.subscribed", "contact.unsubscribed", "segment.*.entry", "segment.*.exit"];
+export const SYSTEM_PATTERNS = ["email.*", "contact.subscribed", "contact.unsubscribed", "contact.confirmed", "segment.*.entry", "segment.*.exit"];
 
 export interface ActivityFilters {
   /** Activity types: a system event name (email.open…) or "event" for client events. */

@@ -2,7 +2,6 @@
  * How many contacts a condition tree matches right now: the dashboard's live recipient count in the
  * segment editor and the campaign audience picker. Same compiler as segments and campaign fan-out.
  */
-import { sql } from "kysely";
 import type { AppContext } from "../../context";
 import { conditionWhereFor, normalizeCondition, validateCondition, type ConditionTree } from "../../audience/conditions";
 import { validationError } from "../../http/errors";
@@ -14,7 +13,7 @@ export async function countAudience(ctx: AppContext, projectId: string, input: {
   const where = await conditionWhereFor(ctx.db, tree, { projectId, now: ctx.clock.now() });
   let q = ctx.db
     .selectFrom("contacts as c")
-    .select(sql<number>`count(*)`.as("n"))
+    .select((eb) => eb.fn.countAll<number>().as("n"))
     .where("c.project_id", "=", projectId)
     .where(where);
   if (input.subscribedOnly) q = q.where("c.subscribed", "=", 1);

@@ -27,6 +27,7 @@ import type { AppContext } from "../../context";
 import type { DB } from "../../db";
 import type { BillingCategory } from "../../db/tables/billing";
 import { AppError } from "../../http/errors";
+import { isSandbox } from "../../mail/sandbox";
 
 export type { BillingCategory } from "../../db/tables/billing";
 export const CATEGORIES: BillingCategory[] = ["transactional", "campaigns", "workflows", "inbound"];
@@ -48,6 +49,8 @@ export function billingLimitExceeded(category: BillingCategory, used: number, li
 
 export async function consumeQuota(trx: Kysely<DB>, ctx: AppContext, projectId: string, category: BillingCategory, n: number): Promise<void> {
   if (n <= 0) return;
+  // A sandbox's mail is captured, never sent: neither capped nor counted (inbound mail is real).
+  if (category !== "inbound" && (await isSandbox(ctx, projectId, trx))) return;
   const period = periodOf(ctx.clock.now()).start;
   const limits = await trx.selectFrom("billing_limits").select(category).where("project_id", "=", projectId).executeTakeFirst();
   const limit = limits ? (limits[category] as number | null) : null;

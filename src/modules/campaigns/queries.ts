@@ -1,3 +1,4 @@
+import { insertEmailRaw } from "../../mail/enqueue";
 // Data access of campaigns (Kysely; Postgres-compatible SQL). The fan-out's batch writes live
 // here too: one transaction per batch writes the email rows and moves the keyset checkpoint.
 import type { Q } from "../../db/raw";
@@ -214,9 +215,6 @@ export interface BatchInput {
   hostname: string;
 }
 
-const FANOUT_INSERT = `INSERT INTO emails (id, project_id, content_id, contact_id, to_email, vars, status, source_type, campaign_id, template_id,
-  message_id, next_attempt_at, last_reply, created_at, updated_at, priority) VALUES (?, ?, ?, ?, ?, ?, ?, 'CAMPAIGN', ?, ?, ?, ?, ?, ?, ?, 1)`;
-
 /**
  * One fan-out batch in ONE transaction: read the next contacts, write their email rows, move the
  * checkpoint. Raw bun:sqlite on the benchmarked fan-out hot path (scripts/bench/campaign.ts: 100k
@@ -238,12 +236,19 @@ export async function writeFanoutBatchRaw(q: Q, trx: Kysely<any>, b: BatchInput,
     return { done: true, total };
   }
   for (const r of rows) {
-    const id = Bun.randomUUIDv7();
-    const suppressed = r.suppressed !== null;
-    await q.run(FANOUT_INSERT, [id, b.projectId, b.contentId, r.id, r.email, varsOf(r), suppressed ? "SUPPRESSED" : "PENDING", b.campaignId, b.templateId,
-      messageIdFor(id, b.hostname), suppressed ? null : b.now, suppressed ? SUPPRESSED_REPLY : null, b.now, b.now]);
-    // A suppressed recipient is on the contact's trail too (every delivery outcome is an event).
-    if (suppressed) await insertEventRaw(q, b.now, { projectId: b.projectId, contactId: r.id, name: "email.suppressed", emailId: id, data: { emailId: id, to: r.email, campaignId: b.campaignId, reply: SUPPRESSED_REPLY } });
+    // The one email insert; a suppressed recipient is on the contact's trail too (email.suppressed).
+    await insertEmailRaw(q, b.now, b.hostname, {
+      projectId: b.projectId,
+      contentId: b.contentId,
+      contactId: r.id,
+      toEmail: r.email,
+      varsJson: varsOf(r),
+      sourceType: "CAMPAIGN",
+      campaignId: b.campaignId,
+      templateId: b.templateId,
+      status: r.suppressed !== null ? "SUPPRESSED" : "PENDING",
+      priority: 1,
+    });
   }
   const lastId = rows[rows.length - 1]!.id;
   await q.run("UPDATE campaigns SET fanout_last_id = ? WHERE id = ?", [lastId, b.campaignId]);
@@ -267,17 +272,6 @@ export async function markSentIfDone(db: Db, campaignId: string, now: number): P
     )
     .executeTakeFirst();
   return Number(r.numUpdatedRows) > 0;
-}
-
-/** Emails of the campaign not yet handed to SMTP become CANCELLED. */
-export async function cancelQueuedEmails(db: Db, campaignId: string, now: number): Promise<number> {
-  const r = await db
-    .updateTable("emails")
-    .set({ status: "CANCELLED", next_attempt_at: null, updated_at: now })
-    .where("campaign_id", "=", campaignId)
-    .where("status", "in", ["PENDING", "DEFERRED"])
-    .executeTakeFirst();
-  return Number(r.numUpdatedRows);
 }
 
 export function sendingCampaigns(db: Db) {

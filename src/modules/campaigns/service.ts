@@ -1,3 +1,4 @@
+import { cancelQueuedOfCampaign } from "../../mail/store";
 /**
  * Campaigns: CRUD, the state machine (DRAFT -> SCHEDULED -> SENDING -> SENT, CANCELLED), test
  * sends and stats. Sending prepares the content ONCE (one email_contents row rendered per
@@ -309,7 +310,7 @@ export async function cancelCampaign(ctx: AppContext, projectId: string, id: str
   const now = ctx.clock.now();
   const row = await ctx.db.transaction().execute(async (trx) => {
     const r = await q.updateCampaignRow(trx, projectId, id, { status: "CANCELLED", cancelled_at: now, completed_at: now, updated_at: now }, ["SCHEDULED", "SENDING"]);
-    if (r) await q.cancelQueuedEmails(trx, id, now);
+    if (r) await cancelQueuedOfCampaign(trx, id, now);
     return r;
   });
   if (!row) throw invalidState("The campaign changed state meanwhile");

@@ -1,3 +1,4 @@
+import { deleteImportFile } from "./queries";
 /**
  * CSV import: the upload is checked (size, header with an `email` column, usable column names) and
  * stored with its job in one transaction; the durable job streams the file through csv-parse and
@@ -247,7 +248,7 @@ export async function runImport(ctx: AppContext, job: JobRunContext<{ filename?:
         }
         if (final) {
           state.done = true;
-          await q.run("DELETE FROM contact_imports WHERE job_id = ?", [job.id]);
+          await deleteImportFile(q, job.id);
         }
         // The checkpoint commits with the rows it describes: a crash can never replay a chunk. Exactly
         // once even if a second run of this job exists (an expired lease): the chunk commits only on

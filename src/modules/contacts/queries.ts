@@ -1,3 +1,4 @@
+import type { Q } from "../../db/raw";
 import { dialect } from "../../db/dialect";
 /** SQL of the contacts endpoints (reads and the few set-based writes). */
 import { sql, type RawBuilder } from "kysely";
@@ -156,4 +157,9 @@ export async function deleteField(ctx: AppContext, projectId: string, key: strin
   if (!opts.ids) return { changed: Number((await update.execute(ctx.db)).numAffectedRows ?? 0), ids: [] };
   const rows = (await sql<{ id: string }>`${update} RETURNING id`.execute(ctx.db)).rows;
   return { changed: rows.length, ids: rows.map((r) => r.id) };
+}
+
+/** The uploaded file of a finished import goes, in the transaction of its last chunk. */
+export async function deleteImportFile(q: Q, jobId: string): Promise<void> {
+  await q.run("DELETE FROM contact_imports WHERE job_id = ?", [jobId]);
 }

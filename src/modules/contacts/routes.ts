@@ -51,7 +51,7 @@ function parseBoolQuery(raw: string | undefined, name: string): boolean | undefi
  * The `file` field of a multipart upload (Elysia has parsed the body, within the server's global
  * body cap); above 5 MB it is 413 PAYLOAD_TOO_LARGE, a missing file 422.
  */
-async function readCsvUpload(body: unknown): Promise<{ name: string | null; content: string; size: number }> {
+export async function readCsvUpload(body: unknown): Promise<{ name: string | null; content: string; size: number }> {
   const file = body && typeof body === "object" ? (body as Record<string, unknown>).file : undefined;
   const blob = Array.isArray(file) ? file[0] : file;
   if (!(blob instanceof Blob)) {

@@ -141,7 +141,7 @@ export async function updateContact(
     next.updated_at = ctx.clock.now();
     await trx
       .updateTable("contacts")
-      .set({ email: next.email, data: next.data, subscribed: next.subscribed, updated_at: next.updated_at })
+      .set({ email: next.email, data: next.data, subscribed: next.subscribed, ...(next.subscribed === 1 ? { pending_confirmation: 0 } : {}), updated_at: next.updated_at })
       .where("id", "=", row.id)
       .execute();
     if (flip) {

@@ -10,6 +10,7 @@ import { isValidDomain, isValidEmail } from "../../mail/address";
 import { forgetPrivateKey, generateDkimKeyPair, generateEd25519KeyPair, newSelector } from "../../mail/dkim-keys";
 import { forgetSigningKeys } from "../../mail/signing-keys";
 import { createResolver } from "../../mail/dns";
+import { isSandbox } from "../../mail/sandbox";
 import { bounceDomainFor } from "../../mail/address";
 import { checkRecords, checkSpfRecord, currentRecords, dmarcReportAddress, expectedRecords, serverRecords, type DnsRecord } from "./records";
 
@@ -347,13 +348,14 @@ async function verifiedDomains(ctx: AppContext, projectId: string): Promise<Set<
 /**
  * THE sender guard (templates, campaigns, /v1/send, workflows): the From address's domain,
  * exactly and case-insensitively, must be VERIFIED for this project. A parent domain does not
- * cover its subdomains. Throws the spec's 403 naming the domain.
+ * cover its subdomains. Throws the spec's 403 naming the domain. A sandbox project (whose mail is
+ * captured, never sent) may use any sender domain.
  */
 export async function assertSenderAllowed(ctx: AppContext, projectId: string, fromAddress: string): Promise<{ domain: string }> {
   const address = bareAddress(fromAddress);
   if (!isValidEmail(address)) throw invalidField("from", "Invalid sender email address", "invalid_string", fromAddress);
   const domain = address.slice(address.lastIndexOf("@") + 1).toLowerCase();
-  if (!(await verifiedDomains(ctx, projectId)).has(domain)) throw senderDomainNotVerified(domain);
+  if (!(await verifiedDomains(ctx, projectId)).has(domain) && !(await isSandbox(ctx, projectId))) throw senderDomainNotVerified(domain);
   return { domain };
 }
 

@@ -33,6 +33,7 @@ const COLUMNS = [
   "e.complained_at",
   "e.failed_at",
   "e.next_attempt_at",
+  "e.sandbox",
   "c.subject",
   "c.from_email",
   "c.from_name",

@@ -4,7 +4,7 @@ import type { EmailStatus } from "../../db/tables/delivery";
 import { authPlugin } from "../../http/auth";
 import { badRequest } from "../../http/errors";
 import { parseCursorParams } from "../../http/pagination";
-import { EMAIL_STATUSES, get, list } from "./service";
+import { EMAIL_STATUSES, get, list, message, raw } from "./service";
 
 export function emailRoutes(ctx: AppContext) {
   return new Elysia()
@@ -34,5 +34,14 @@ export function emailRoutes(ctx: AppContext) {
         }),
       },
     )
-    .get("/emails/:id", ({ auth, params }) => get(ctx, auth.projectId, params.id), { auth: "secret", params: t.Object({ id: t.String() }) });
+    .get("/emails/:id", ({ auth, params }) => get(ctx, auth.projectId, params.id), { auth: "secret", params: t.Object({ id: t.String() }) })
+    .get(
+      "/emails/:id/raw",
+      async ({ auth, params }) =>
+        new Response(new Uint8Array(await raw(ctx, auth.projectId, params.id)), {
+          headers: { "content-type": "message/rfc822", "content-disposition": `attachment; filename="${params.id.replace(/[^A-Za-z0-9-]/g, "")}.eml"` },
+        }),
+      { auth: "secret", params: t.Object({ id: t.String() }) },
+    )
+    .get("/emails/:id/message", ({ auth, params }) => message(ctx, auth.projectId, params.id), { auth: "secret", params: t.Object({ id: t.String() }) });
 }

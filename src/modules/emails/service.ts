@@ -1,9 +1,11 @@
 import { iso } from "../../clock";
 import type { AppContext } from "../../context";
 import type { EmailStatus } from "../../db/tables/delivery";
-import { notFound } from "../../http/errors";
+import { AppError, notFound } from "../../http/errors";
 import { cursorPage, type CursorParams } from "../../http/pagination";
 import { renderSubject } from "../../mail/render";
+import { rawMessage } from "../../mail/sandbox";
+import { messageView } from "./message";
 import { countEmails, getEmail, listEmails, type EmailFilters, type EmailLogRow } from "./queries";
 
 export const EMAIL_STATUSES: EmailStatus[] = [
@@ -65,6 +67,8 @@ export function viewEmail(row: EmailLogRow) {
     failedAt: iso(row.failed_at),
   };
   for (const [k, v] of Object.entries(optional)) if (v !== null && v !== undefined) out[k] = v;
+  // Captured by the sandbox (never sent): GET /emails/:id/raw has the message.
+  if (row.sandbox) out.sandbox = true;
   return out;
 }
 
@@ -72,6 +76,27 @@ export async function list(ctx: AppContext, projectId: string, filters: EmailFil
   const rows = await listEmails(ctx.db, projectId, filters, page.after?.id ?? null, page.limit);
   const total = page.isFirstPage ? await countEmails(ctx.db, projectId, filters) : 0;
   return cursorPage(rows, page, { total: () => total, sortValue: () => null, id: (r) => r.id, map: viewEmail });
+}
+
+const NOT_KEPT = () =>
+  new AppError(404, "NOT_FOUND", "Message not found: only sandbox mail is kept, and other mail while MAILSVC_KEEP_RAW is set", {
+    suggestion: "Turn the project's sandbox on, or set MAILSVC_KEEP_RAW=true, before sending",
+  });
+
+/** The message as handed to SMTP, while the project keeps it (sandbox mail always; other mail with MAILSVC_KEEP_RAW). */
+export async function raw(ctx: AppContext, projectId: string, id: string): Promise<Buffer> {
+  const kept = await rawMessage(ctx, projectId, id);
+  if (!kept) throw NOT_KEPT();
+  return kept.raw;
+}
+
+/** The kept message read back for the dashboard's email view (headers, HTML, text, attachments, DKIM). */
+export async function message(ctx: AppContext, projectId: string, id: string) {
+  const row = await getEmail(ctx.db, projectId, id);
+  if (!row) throw notFound("Email");
+  const kept = await rawMessage(ctx, projectId, id);
+  if (!kept) throw NOT_KEPT();
+  return { email: viewEmail(row), message: await messageView(ctx, projectId, kept.raw) };
 }
 
 export async function get(ctx: AppContext, projectId: string, id: string) {

@@ -17,8 +17,8 @@ const PageQuery = {
 };
 
 export function eventRoutes(ctx: AppContext) {
-  const trackHandler = ({ auth, body, request, path }: { auth: { projectId: string }; body: svc.TrackRequest; request: Request; path: string }) =>
-    svc.track(ctx, auth.projectId, body, { key: request.headers.get("idempotency-key"), method: "POST", path });
+  const trackHandler = ({ auth, body, request, path }: { auth: { projectId: string; via: string }; body: svc.TrackRequest; request: Request; path: string }) =>
+    svc.track(ctx, auth.projectId, body, { key: request.headers.get("idempotency-key"), method: "POST", path }, auth.via);
 
   return new Elysia()
     .use(authPlugin(ctx))

@@ -10,6 +10,7 @@ import { withIdempotency } from "../../http/idempotency";
 import { cursorPage, type CursorParams } from "../../http/pagination";
 import { isValidEmail } from "../../mail/address";
 import { DAY, dailyTotals, eventNames, parseTime, windowCounts } from "../analytics/service";
+import { doubleOptInOf, requestConfirmation, wouldSubscribe } from "../double-opt-in/service";
 import * as q from "./queries";
 
 const MAX_STATS_DAYS = 3_660;
@@ -30,7 +31,7 @@ export function trackErrors(body: TrackRequest): FieldError[] {
   else if (isReservedEventName(name)) {
     errors.push({
       field: "event",
-      message: `"${name.slice(0, 100)}" is a reserved event name (email.*, contact.subscribed, contact.unsubscribed, segment.<slug>.entry/exit)`,
+      message: `"${name.slice(0, 100)}" is a reserved event name (email.*, contact.subscribed, contact.unsubscribed, contact.confirmed, segment.<slug>.entry/exit)`,
       code: "reserved_event",
       received: name.slice(0, 255),
     });
@@ -39,8 +40,18 @@ export function trackErrors(body: TrackRequest): FieldError[] {
   return errors;
 }
 
-/** Validates, then records through the micro-batcher (once per Idempotency-Key). A 422 writes nothing. */
-export async function track(ctx: AppContext, projectId: string, body: TrackRequest, idempotency: { key: string | null; method: string; path: string }) {
+/**
+ * Validates, then records through the micro-batcher (once per Idempotency-Key). A 422 writes nothing.
+ * With double opt-in on, a public-key track that would subscribe the contact is held: the contact is
+ * written unsubscribed and gets a confirmation email instead (modules/double-opt-in).
+ */
+export async function track(
+  ctx: AppContext,
+  projectId: string,
+  body: TrackRequest,
+  idempotency: { key: string | null; method: string; path: string },
+  via: "public" | "secret" | "session" | string = "secret",
+) {
   const errors = trackErrors(body);
   if (errors.length) throw validationError(errors);
   const input = {
@@ -50,10 +61,20 @@ export async function track(ctx: AppContext, projectId: string, body: TrackReque
     subscribed: body.subscribed,
     data: (body.data ?? undefined) as Data | undefined,
   };
+  const hold = via === "public" && (await doubleOptInOf(ctx, projectId)).enabled && (await wouldSubscribe(ctx, projectId, input.email, input.subscribed));
+  if (hold) input.subscribed = false;
   const batcher = trackBatcher(ctx);
-  const r = idempotency.key === null
-    ? await batcher.track(input)
-    : await withIdempotency(ctx, projectId, idempotency.key, idempotency, () => batcher.track(input));
+  const run = async () => {
+    const r = await batcher.track(input);
+    if (hold) {
+      // The track is committed: a failure to queue the email is logged, the contact stays pending (a later subscribe retries).
+      await requestConfirmation(ctx, projectId, r.contactId).catch((e) =>
+        ctx.log.error("double opt-in: confirmation email not queued", { projectId, contactId: r.contactId, error: String((e as Error)?.stack ?? e) }),
+      );
+    }
+    return r;
+  };
+  const r = idempotency.key === null ? await run() : await withIdempotency(ctx, projectId, idempotency.key, idempotency, run);
   return { success: true as const, data: { contact: r.contactId, event: r.eventId, timestamp: iso(r.createdAt)! } };
 }
 

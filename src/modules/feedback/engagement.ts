@@ -1,19 +1,12 @@
+import { markEngaged } from "../../mail/store";
+import { REACHED } from "../../mail/next-state";
 import { dialect } from "../../db/dialect";
 // Opens and clicks: the first one moves the email forward and records the contact event.
 // Status only moves forward (SENT < DELIVERED < OPENED < CLICKED); BOUNCED and COMPLAINED win.
 import type { NotNull } from "kysely";
 import type { AppContext } from "../../context";
-import type { EmailStatus } from "../../db/tables/delivery";
 import { notifyEvents, recordEvent, type PendingEvent } from "./audience";
 
-/**
- * Mail that reached someone: an open or click on anything else is not believable. SENDING counts:
- * a link scanner may fetch within milliseconds of the remote 250, before the outcome is committed;
- * the row keeps SENDING (the outcome write then lands on OPENED/CLICKED), only the times are set.
- */
-const REACHED: ReadonlySet<EmailStatus> = new Set(["SENDING", "SENT", "DELIVERED", "OPENED", "CLICKED", "BOUNCED", "COMPLAINED"]);
-const OPEN_FROM: ReadonlySet<EmailStatus> = new Set(["SENT", "DELIVERED"]);
-const CLICK_FROM: ReadonlySet<EmailStatus> = new Set(["SENT", "DELIVERED", "OPENED"]);
 
 function eventData(e: { id: string; campaign_id: string | null }, extra: Record<string, unknown> = {}) {
   return { emailId: e.id, ...(e.campaign_id ? { campaignId: e.campaign_id } : {}), ...extra };
@@ -32,11 +25,7 @@ export async function recordOpen(ctx: AppContext, emailId: string): Promise<bool
       .$narrowType<{ project_id: NotNull }>()
       .executeTakeFirst();
     if (!e || !REACHED.has(e.status) || e.opened_at !== null) return false;
-    await trx
-      .updateTable("emails")
-      .set({ opened_at: now, updated_at: now, ...(OPEN_FROM.has(e.status) ? { status: "OPENED" as const } : {}) })
-      .where("id", "=", e.id)
-      .execute();
+    await markEngaged(trx, e, "open", now);
     if (e.contact_id) {
       pending.push(await recordEvent(trx, ctx, { projectId: e.project_id, contactId: e.contact_id, name: "email.open", data: eventData(e), emailId: e.id }));
     }
@@ -63,16 +52,7 @@ export async function recordClick(ctx: AppContext, emailId: string, url: string)
       .executeTakeFirst();
     if (!e || !REACHED.has(e.status)) return;
     if (e.clicked_at === null || e.opened_at === null) {
-      await trx
-        .updateTable("emails")
-        .set({
-          clicked_at: e.clicked_at ?? now,
-          opened_at: e.opened_at ?? now,
-          updated_at: now,
-          ...(CLICK_FROM.has(e.status) ? { status: "CLICKED" as const } : {}),
-        })
-        .where("id", "=", e.id)
-        .execute();
+      await markEngaged(trx, e, "click", now);
     }
     if (!e.contact_id) return;
     // A click on a message whose pixel never loaded (images blocked) is its open too: the email.open event is

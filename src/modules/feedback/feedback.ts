@@ -1,3 +1,4 @@
+import { markReported, noteReply } from "../../mail/store";
 // What comes back by mail, applied to the outbox rows and the audience: asynchronous bounces (DSN),
 // complaints (ARF), unsubscribes by mail and ordinary inbound mail. Each applies in one transaction
 // and announces its events after the commit.
@@ -66,15 +67,10 @@ export async function applyBounce(ctx: AppContext, r: BounceReport): Promise<Fee
     const e = await loadEmail(trx, r.emailId, r.projectIds);
     if (!e) return "unknown-email";
     if (!r.permanent) {
-      if (reply) await trx.updateTable("emails").set({ last_reply: `async DSN (transient): ${reply}`, updated_at: now }).where("id", "=", e.id).execute();
+      if (reply) await noteReply(trx, e.id, `async DSN (transient): ${reply}`, now);
       return "noted";
     }
-    if (e.status === "BOUNCED" || e.status === "COMPLAINED") return "ignored";
-    await trx
-      .updateTable("emails")
-      .set({ status: "BOUNCED", bounced_at: now, last_reply: reply ?? "async DSN: permanent failure", updated_at: now })
-      .where("id", "=", e.id)
-      .execute();
+    if (!(await markReported(trx, e, "bounce", now, reply ?? undefined))) return "ignored";
     projectId = e.project_id;
     const event = {
       emailId: e.id,
@@ -101,9 +97,7 @@ export async function applyDeliveredReport(ctx: AppContext, emailId: string, pro
   return ctx.db.transaction().execute(async (trx) => {
     const e = await loadEmail(trx, emailId, projectIds);
     if (!e) return "unknown-email";
-    if (e.status !== "SENT") return "ignored";
-    await trx.updateTable("emails").set({ status: "DELIVERED", delivered_at: now, updated_at: now }).where("id", "=", e.id).execute();
-    return "applied";
+    return (await markReported(trx, e, "delivered-report", now)) ? "applied" : "ignored";
   });
 }
 
@@ -123,14 +117,9 @@ export async function applyComplaint(ctx: AppContext, r: ComplaintReport): Promi
   const outcome = await ctx.db.transaction().execute(async (trx): Promise<FeedbackOutcome> => {
     const e = await loadEmail(trx, r.emailId, r.projectIds);
     if (!e) return "unknown-email";
-    if (e.status === "COMPLAINED") return "ignored";
+    if (!(await markReported(trx, e, "complaint", now))) return "ignored";
     projectId = e.project_id;
-    await trx
-      .updateTable("emails")
-      .set({ status: "COMPLAINED", complained_at: now, updated_at: now })
-      .where("id", "=", e.id)
-      .execute();
-    await suppress(trx, { projectId: e.project_id, email: e.to_email, reason: "complaint", detail: [r.feedbackType, r.userAgent].filter(Boolean).join(" from ") || null, emailId: e.id, now });
+    await suppress(trx, { projectId: e.project_id, email: e.to_email, reason: "COMPLAINT", source: "EMAIL", detail: [r.feedbackType, r.userAgent].filter(Boolean).join(" from ") || null, emailId: e.id, now });
     if (e.contact_id) {
       pending.push(
         await recordEvent(trx, ctx, {

@@ -44,18 +44,18 @@ export function projectRoutes(ctx: AppContext) {
     .post(
       "/users/@me/projects",
       async ({ auth, body, set }) => {
-        const p = await svc.createProject(ctx, auth.userId!, body.name);
+        const p = await svc.createProject(ctx, auth.userId!, body.name, { sandbox: body.sandbox });
         set.status = 201;
-        return svc.viewProject(p, "OWNER");
+        return svc.viewProject(p, "OWNER", ctx.config.sandbox);
       },
-      { auth: "session", body: t.Object({ name: Name }) },
+      { auth: "session", body: t.Object({ name: Name, sandbox: t.Optional(t.Boolean()) }) },
     )
     .patch(
       "/users/@me/projects/:id",
       async ({ auth, params, body }) => {
         const m = await svc.projectForMember(ctx, params.id, auth.userId!);
         svc.requireRole(m.role, ["OWNER", "ADMIN"], "change project settings");
-        return svc.viewProject(await svc.updateProject(ctx, params.id, body), m.role);
+        return svc.viewProject(await svc.updateProject(ctx, params.id, body), m.role, ctx.config.sandbox);
       },
       {
         auth: "session",
@@ -63,6 +63,17 @@ export function projectRoutes(ctx: AppContext) {
         body: t.Object({
           name: t.Optional(Name),
           tracking: t.Optional(t.Union(svc.TRACKING_MODES.map((m) => t.Literal(m)))),
+          sandbox: t.Optional(t.Boolean()),
+          doubleOptIn: t.Optional(
+            t.Object(
+              {
+                enabled: t.Optional(t.Boolean()),
+                templateId: t.Optional(t.Union([t.String({ maxLength: 100 }), t.Null()])),
+                redirectUrl: t.Optional(t.Union([t.String({ maxLength: 2000 }), t.Null()])),
+              },
+              { additionalProperties: false, description: "Hold public-key subscribes until the contact opens a confirmation link" },
+            ),
+          ),
         }),
       },
     )
@@ -81,7 +92,7 @@ export function projectRoutes(ctx: AppContext) {
       async ({ auth, params }) => {
         const m = await svc.projectForMember(ctx, params.id, auth.userId!);
         svc.requireRole(m.role, ["OWNER", "ADMIN"], "rotate the keys");
-        return svc.viewProject(await svc.rotateKeys(ctx, params.id), m.role);
+        return svc.viewProject(await svc.rotateKeys(ctx, params.id), m.role, ctx.config.sandbox);
       },
       { auth: "session", params: IdParams },
     )

@@ -5,7 +5,9 @@ import type { AppContext } from "../../context";
 import { AppError, badRequest, conflict, forbidden, invalidState, notFound } from "../../http/errors";
 import { generateKey } from "../../http/keys";
 import { newWebhookSecret } from "../../webhooks/sign";
+import { doubleOptInPatch, forgetDoubleOptIn, viewDoubleOptIn, type DoubleOptIn } from "../double-opt-in/service";
 import { wipeProjectRows } from "./reset-store";
+import { forgetSandbox } from "../../mail/sandbox";
 
 export type Role = "OWNER" | "ADMIN" | "MEMBER";
 export const ROLES: Role[] = ["OWNER", "ADMIN", "MEMBER"];
@@ -14,7 +16,8 @@ export type TrackingMode = (typeof TRACKING_MODES)[number];
 
 type ProjectRow = Selectable<ProjectsTable>;
 
-export function viewProject(p: ProjectRow, role?: string) {
+/** `sandboxForced`: MAILSVC_SANDBOX makes every project a sandbox, whatever its own setting. */
+export function viewProject(p: ProjectRow, role?: string, sandboxForced = false) {
   // A MEMBER only reads: the secret key (which acts as ADMIN on /projects/:id/* and outlives the
   // membership) and the webhook signing secret are not theirs to see.
   const member = role === "MEMBER";
@@ -27,13 +30,15 @@ export function viewProject(p: ProjectRow, role?: string) {
     disabled: !!p.disabled,
     disabledReason: p.disabled_reason,
     tracking: p.tracking,
+    sandbox: !!p.sandbox || sandboxForced,
+    doubleOptIn: viewDoubleOptIn(p),
     createdAt: iso(p.created_at),
     updatedAt: iso(p.updated_at),
     ...(role ? { role } : {}),
   };
 }
 
-export async function createProject(ctx: AppContext, ownerId: string, name: string) {
+export async function createProject(ctx: AppContext, ownerId: string, name: string, opts: { sandbox?: boolean } = {}) {
   const now = ctx.clock.now();
   const project: ProjectRow = {
     id: Bun.randomUUIDv7(),
@@ -44,6 +49,10 @@ export async function createProject(ctx: AppContext, ownerId: string, name: stri
     disabled: 0,
     disabled_reason: null,
     tracking: "MARKETING_ONLY", // decisions.md: new projects track marketing mail only; existing ones keep their mode
+    sandbox: opts.sandbox ? 1 : 0,
+    double_opt_in: 0,
+    double_opt_in_template_id: null,
+    double_opt_in_redirect_url: null,
     created_at: now,
     updated_at: now,
   };
@@ -68,7 +77,7 @@ export async function listProjects(ctx: AppContext, userId: string) {
     .where("m.user_id", "=", userId)
     .orderBy("p.created_at", "desc")
     .execute();
-  return rows.map((r) => viewProject(r, r.role));
+  return rows.map((r) => viewProject(r, r.role, ctx.config.sandbox));
 }
 
 /** Loads the project and the caller's role; 404 when the user is not a member (no existence leak). */
@@ -89,15 +98,29 @@ export function requireRole(role: string, allowed: Role[], action: string) {
   if (!allowed.includes(role as Role)) throw forbidden(`Your role (${role}) cannot ${action}`);
 }
 
-export async function updateProject(ctx: AppContext, projectId: string, patch: { name?: string; tracking?: TrackingMode }) {
+export async function updateProject(ctx: AppContext, projectId: string, patch: { name?: string; tracking?: TrackingMode; sandbox?: boolean; doubleOptIn?: Partial<DoubleOptIn> }) {
   const now = ctx.clock.now();
+  const doi = patch.doubleOptIn ? await doubleOptInPatch(ctx, projectId, patch.doubleOptIn) : {};
+  const wasSandbox = patch.sandbox === false && !!(await ctx.db.selectFrom("projects").select("sandbox").where("id", "=", projectId).executeTakeFirst())?.sandbox;
   const row = await ctx.db
     .updateTable("projects")
-    .set({ ...(patch.name !== undefined ? { name: patch.name } : {}), ...(patch.tracking ? { tracking: patch.tracking } : {}), updated_at: now })
+    .set({
+      ...(patch.name !== undefined ? { name: patch.name } : {}),
+      ...(patch.tracking ? { tracking: patch.tracking } : {}),
+      ...(patch.sandbox !== undefined ? { sandbox: patch.sandbox ? 1 : 0 } : {}),
+      ...doi,
+      updated_at: now,
+    })
     .where("id", "=", projectId)
     .returningAll()
     .executeTakeFirstOrThrow();
   ctx.keys.invalidate(projectId);
+  forgetDoubleOptIn(ctx, projectId);
+  forgetSandbox(ctx, projectId);
+  // Mail queued while the project was a sandbox (sender domains unchecked) stays sandbox mail: captured, never sent.
+  if (wasSandbox) {
+    await ctx.db.updateTable("emails").set({ sandbox: 1 }).where("project_id", "=", projectId).where("status", "in", ["PENDING", "DEFERRED", "SENDING"]).execute();
+  }
   return row;
 }
 
@@ -116,6 +139,7 @@ export async function deleteProject(ctx: AppContext, projectId: string) {
   for (const reset of ctx.hooks.resetProject) await reset(ctx, projectId);
   await ctx.db.deleteFrom("projects").where("id", "=", projectId).execute();
   ctx.keys.invalidate(projectId);
+  forgetSandbox(ctx, projectId);
 }
 
 /**

@@ -14,6 +14,7 @@ import { checkCustomHeaders } from "../../mail/custom-headers";
 import { insertContentRaw, insertEmailRaw } from "../../mail/enqueue";
 import { suppressedAmongRaw } from "../../mail/suppressions";
 import { wakeOutbox } from "../../mail/outbox";
+import { isSandbox } from "../../mail/sandbox";
 import { consumeQuotaRaw } from "../billing/quota";
 import { assertSenderAllowed } from "../domains/service";
 import { assertTemplateSyntax, getTemplate, type TemplateRow } from "../templates/service";
@@ -137,6 +138,8 @@ export async function send(ctx: AppContext, projectId: string, input: SendInput)
   if (!fromEmail) throw validationError([{ field: "from", message: "Required when the template has no sender", code: "invalid_type", received: "undefined" }]);
   const fromName = v.from?.name || input.name?.trim() || (tpl ? tpl.from_name : null) || null;
   await assertSenderAllowed(ctx, projectId, fromEmail);
+  // A sandbox's mail is captured, never sent: not charged to the billing caps.
+  const charged = (await isSandbox(ctx, projectId)) ? 0 : v.to.length;
 
   const subject = input.subject ?? tpl!.subject;
   const html = input.body ?? tpl!.body;
@@ -155,7 +158,7 @@ export async function send(ctx: AppContext, projectId: string, input: SendInput)
   // this is the hot path of campaigns-by-API, see scripts/bench/send.ts).
   const result = await atomic(ctx.db, ctx.store.engine, async (q) => {
     // The cap check and the count, in the same transaction as the email rows (402 rolls back everything).
-    await consumeQuotaRaw(q, now, projectId, "transactional", v.to.length);
+    await consumeQuotaRaw(q, now, projectId, "transactional", charged);
     const contentId = await insertContentRaw(q, now, { projectId, subject, html, fromEmail, fromName, replyTo, type: "TRANSACTIONAL", headers: v.headers, attachments });
     const out: { contact: { id: string; email: string }; email: string }[] = [];
     for (const r of v.to) {

@@ -179,14 +179,7 @@ export async function listTemplates(ctx: AppContext, projectId: string, q: ListQ
   let base = ctx.db.selectFrom("templates").where("project_id", "=", projectId);
   if (type) base = base.where("type", "=", type);
   if (search) {
-    const like = `%${search.replace(/[\\%_]/g, (c) => "\\" + c)}%`;
-    base = base.where((eb) =>
-      eb.or([
-        sql<boolean>`name ${sql.raw(dialect().likeNoCase)} ${like} ESCAPE '\\'`,
-        sql<boolean>`description ${sql.raw(dialect().likeNoCase)} ${like} ESCAPE '\\'`,
-        sql<boolean>`subject ${sql.raw(dialect().likeNoCase)} ${like} ESCAPE '\\'`,
-      ]),
-    );
+    base = base.where(dialect().containsAnyNoCase(["name", "description", "subject"], search));
   }
   const orderCol = sort === "name" ? dialect().orderNoCase("name") : sql.ref(sort === "updatedAt" ? "updated_at" : "created_at");
   const [rows, count] = await Promise.all([

@@ -1,6 +1,6 @@
 import { Elysia } from "elysia";
 import type { AppContext } from "../../context";
-import { authPlugin, checkCsrf, revokeSession, SESSION_COOKIE, SESSION_TTL_SECONDS, sessionToken } from "../../http/auth";
+import { authPlugin, checkCsrf, revokeSession, SESSION_COOKIE, SESSION_TTL_SECONDS, sessionToken, sessionUserId } from "../../http/auth";
 import * as schemas from "./schemas";
 import * as svc from "./service";
 
@@ -52,6 +52,11 @@ export function userRoutes(ctx: AppContext) {
       await revokeSession(ctx, sessionToken(request), jwt);
       cookie[SESSION_COOKIE].set({ value: "", httpOnly: true, sameSite: "lax", secure, path: "/", maxAge: 0 });
       return { success: true };
+    })
+    // "Am I logged in?" without an error: 200 with the user, or 200 with null (GET /users/@me keeps its 401).
+    .get("/auth/session", async ({ request, jwt }) => {
+      const userId = await sessionUserId(ctx, request, jwt);
+      return { user: userId ? svc.viewUser(await svc.getUser(ctx, userId)) : null };
     })
     .get("/auth/oauth-config", () => ({ providers: [] as string[] }))
     .post(

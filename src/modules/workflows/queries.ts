@@ -19,8 +19,7 @@ export async function listWorkflows(db: Db, projectId: string, f: { search?: str
   let base = db.selectFrom("workflows").where("project_id", "=", projectId);
   if (f.enabled !== undefined) base = base.where("enabled", "=", f.enabled ? 1 : 0);
   if (f.search) {
-    const like = `%${f.search.replace(/[\\%_]/g, (c) => "\\" + c)}%`;
-    base = base.where((eb) => eb.or([sql<boolean>`name ${sql.raw(dialect().likeNoCase)} ${like} ESCAPE '\\'`, sql<boolean>`description ${sql.raw(dialect().likeNoCase)} ${like} ESCAPE '\\'`]));
+    base = base.where(dialect().containsAnyNoCase(["name", "description"], f.search));
   }
   const [rows, count] = await Promise.all([
     base.selectAll().orderBy("created_at", "desc").orderBy("id", "desc").limit(limit).offset(offset).execute(),

@@ -17,6 +17,9 @@ export interface Project {
   disabled: boolean;
   disabledReason: string | null;
   tracking: "MARKETING_ONLY" | "ENABLED" | "DISABLED";
+  /** Mail is captured (shown under Emails), never sent; any sender domain works. */
+  sandbox?: boolean;
+  doubleOptIn?: { enabled: boolean; templateId: string | null; redirectUrl: string | null };
   role?: "OWNER" | "ADMIN" | "MEMBER";
   createdAt: string;
   updatedAt: string;
@@ -68,7 +71,13 @@ export function SessionProvider({ children }: { children: ReactNode }) {
 
   const load = useCallback(async () => {
     try {
-      const me = await api<User>("/users/@me", { noProject: true });
+      // GET /auth/session answers 200 with null when logged out: no 401 in the console for a visitor.
+      const me = (await api<{ user: User | null }>("/auth/session", { noProject: true })).user;
+      if (!me) {
+        setUser(null);
+        setProjects([]);
+        return;
+      }
       const list = await api<Project[]>("/users/@me/projects", { noProject: true });
       setProjects(list);
       setUser(me);

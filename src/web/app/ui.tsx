@@ -1,5 +1,6 @@
 // Small shared building blocks (form fields, banners, tables, data loading). Styling is in styles.css.
 import { useCallback, useEffect, useId, useRef, useState, type ReactNode } from "react";
+import { Link } from "wouter";
 import { ApiError } from "./api";
 
 export function useAsync<T>(fn: () => Promise<T>, deps: unknown[]): { data: T | undefined; error: ApiError | null; loading: boolean; reload: () => void; setData: (d: T) => void } {
@@ -58,6 +59,7 @@ export function useAction() {
 
 export function ErrorBanner({ error }: { error: ApiError | null | undefined }) {
   if (!error) return null;
+  const fix = fixFor(error);
   return (
     <div className="banner error" role="alert">
       <strong>{error.message}</strong>
@@ -65,14 +67,39 @@ export function ErrorBanner({ error }: { error: ApiError | null | undefined }) {
         <ul>
           {error.fieldErrors.map((f, i) => (
             <li key={i}>
-              <code>{f.field}</code>: {f.message}
+              <code>{f.field.replace(/^config\./, "")}</code>: {f.message}
             </li>
           ))}
         </ul>
       )}
-      {error.suggestion && <div className="muted">{error.suggestion}</div>}
+      {fix ? (
+        <div>
+          {fix.text} <Link href={fix.href}>{fix.link}</Link>
+        </div>
+      ) : (
+        error.suggestion && !API_PATH.test(error.suggestion) && <div className="muted">{error.suggestion}</div>
+      )}
     </div>
   );
+}
+
+/** A suggestion written for API clients ("… with POST /domains …"): the dashboard says it in its own words. */
+const API_PATH = /\b(GET|POST|PUT|PATCH|DELETE) \//;
+
+export interface ErrorFix {
+  text: string;
+  href: string;
+  link: string;
+}
+
+/** Errors whose fix is on another page of the dashboard: what to do, and a link there. */
+export function fixFor(error: ApiError): ErrorFix | null {
+  const m = error.message;
+  if (/sender domain .* is not verified/i.test(m)) return { text: "Add the domain and verify its DNS records first:", href: "/domains", link: "open Domains" };
+  if (error.code === "BILLING_LIMIT_EXCEEDED") return { text: "The project's monthly limit is reached; raise it or wait for the next month:", href: "/billing", link: "open Billing" };
+  if (error.code === "PROJECT_DISABLED") return { text: "See the project's plan and limits:", href: "/billing", link: "open Billing" };
+  if (error.status === 404 && /^template\b/i.test(m)) return { text: "Choose an existing template:", href: "/templates", link: "open Templates" };
+  return null;
 }
 
 export function Notice({ children, kind = "info" }: { children: ReactNode; kind?: "info" | "ok" | "warn" }) {
@@ -83,10 +110,10 @@ export function Notice({ children, kind = "info" }: { children: ReactNode; kind?
   );
 }
 
-export function Field({ label, children, hint }: { label: string; children: (id: string) => ReactNode; hint?: ReactNode }) {
+export function Field({ label, children, hint, className }: { label: string; children: (id: string) => ReactNode; hint?: ReactNode; className?: string }) {
   const id = useId();
   return (
-    <div className="field">
+    <div className={className ? `field ${className}` : "field"}>
       <label htmlFor={id}>{label}</label>
       {children(id)}
       {hint && <div className="hint">{hint}</div>}
@@ -94,7 +121,7 @@ export function Field({ label, children, hint }: { label: string; children: (id:
   );
 }
 
-export function TextInput(props: { label: string; value: string; onChange: (v: string) => void; type?: string; required?: boolean; placeholder?: string; hint?: ReactNode; autoComplete?: string; name?: string }) {
+export function TextInput(props: { label: string; value: string; onChange: (v: string) => void; type?: string; required?: boolean; placeholder?: string; hint?: ReactNode; autoComplete?: string; name?: string; min?: number }) {
   return (
     <Field label={props.label} hint={props.hint}>
       {(id) => (
@@ -105,6 +132,7 @@ export function TextInput(props: { label: string; value: string; onChange: (v: s
           value={props.value}
           required={props.required}
           placeholder={props.placeholder}
+          min={props.min}
           autoComplete={props.autoComplete}
           onChange={(e) => props.onChange(e.target.value)}
         />
@@ -238,4 +266,97 @@ export function usePoll(fn: () => void, ms: number, active: boolean) {
     const t = setInterval(() => ref.current(), ms);
     return () => clearInterval(t);
   }, [ms, active]);
+}
+
+export function TextArea(props: { label: string; value: string; onChange: (v: string) => void; rows?: number; mono?: boolean; placeholder?: string; hint?: ReactNode; invalid?: boolean; required?: boolean; className?: string }) {
+  return (
+    <Field label={props.label} hint={props.hint} className={props.className}>
+      {(id) => (
+        <textarea
+          id={id}
+          className={props.mono ? "mono" : undefined}
+          rows={props.rows ?? 4}
+          value={props.value}
+          placeholder={props.placeholder}
+          required={props.required}
+          aria-invalid={props.invalid || undefined}
+          onChange={(e) => props.onChange(e.target.value)}
+        />
+      )}
+    </Field>
+  );
+}
+
+export function NumberInput(props: { label: string; value: number | ""; onChange: (v: number | "") => void; min?: number; step?: number; hint?: ReactNode; required?: boolean }) {
+  return (
+    <Field label={props.label} hint={props.hint}>
+      {(id) => (
+        <input
+          id={id}
+          type="number"
+          inputMode="decimal"
+          min={props.min}
+          step={props.step ?? "any"}
+          required={props.required}
+          value={props.value}
+          onChange={(e) => props.onChange(e.target.value === "" ? "" : Number(e.target.value))}
+        />
+      )}
+    </Field>
+  );
+}
+
+/**
+ * A data table: its header cells and body rows, scrolling sideways inside its own box on a narrow screen.
+ * className "stack": on a phone each row is a card of labelled cells instead (cells carry data-label).
+ */
+export function Table({ head, children, label, caption, className }: { head: ReactNode[]; children: ReactNode; label?: string; caption?: string; className?: string }) {
+  return (
+    <div className="table-wrap" role={label ? "region" : undefined} aria-label={label} tabIndex={label ? 0 : undefined}>
+      <table className={className}>
+        {caption && <caption className="sr-only">{caption}</caption>}
+        <thead>
+          <tr>
+            {head.map((h, i) => (
+              <th scope="col" key={i}>
+                {h}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>{children}</tbody>
+      </table>
+    </div>
+  );
+}
+
+/** The one pager: Previous / Next with an optional position ("Page 2 of 5", "1–50 of 120"). */
+export function Pager({ label = "Pages", info, hasPrev, hasNext, onPrev, onNext }: { label?: string; info?: ReactNode; hasPrev: boolean; hasNext: boolean; onPrev: () => void; onNext: () => void }) {
+  return (
+    <nav className="row pager" aria-label={label}>
+      {info !== undefined && (
+        <span className="muted" aria-live="polite">
+          {info}
+        </span>
+      )}
+      <button type="button" disabled={!hasPrev} onClick={onPrev}>
+        Previous
+      </button>
+      <button type="button" disabled={!hasNext} onClick={onNext}>
+        Next
+      </button>
+    </nav>
+  );
+}
+
+/** Cursor paging state: the cursor of the shown page, the page number, and moves for a Pager. */
+export function useCursorPages() {
+  const [cursors, setCursors] = useState<(string | null)[]>([null]);
+  return {
+    cursor: cursors[cursors.length - 1] ?? null,
+    page: cursors.length,
+    reset: () => setCursors([null]),
+    prev: () => setCursors((c) => (c.length > 1 ? c.slice(0, -1) : c)),
+    next: (cursor: string | null | undefined) => cursor && setCursors((c) => [...c, cursor]),
+  };
 }

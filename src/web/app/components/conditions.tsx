@@ -2,6 +2,7 @@
 // Tree: { logic: AND|OR, groups: [{ filters: [{ field, operator, value?, unit? }], conditions? }] }.
 import { useEffect, useId, useState } from "react";
 import { api, listOf } from "../api";
+import { Field } from "../ui";
 
 export interface Filter {
   field: string;
@@ -103,65 +104,75 @@ function FilterRow({ f, onChange, onRemove, path, options }: { f: Filter; onChan
   const raw = f.value === undefined || f.value === null ? "" : String(f.value);
   return (
     <div className="cond-filter" role="group" aria-label={`Filter ${path}`}>
-      <div className="field">
-        <label htmlFor={`${id}-f`}>Field</label>
-        <input
-          id={`${id}-f`}
-          list={`${id}-list`}
-          value={f.field}
-          placeholder="data.plan"
-          onChange={(e) => {
-            const field = e.target.value;
-            const nextOps = operatorsFor(field);
-            onChange({ ...f, field, operator: nextOps.includes(f.operator) ? f.operator : nextOps[0]! });
-          }}
-        />
-        <datalist id={`${id}-list`}>
-          {options.suggestions.map((s) => (
-            <option key={s.value} value={s.value}>
-              {s.label}
-            </option>
-          ))}
-        </datalist>
-      </div>
-      <div className="field">
-        <label htmlFor={`${id}-o`}>Operator</label>
-        <select id={`${id}-o`} value={f.operator} onChange={(e) => {
-          const operator = e.target.value;
-          const next: Filter = { field: f.field, operator };
-          if (!VALUELESS.has(operator)) next.value = f.value;
-          if (TIMED.has(operator)) next.unit = f.unit ?? "days";
-          onChange(next);
-        }}>
-          {ops.map((o) => (
-            <option key={o} value={o}>
-              {LABELS[o] ?? o}
-            </option>
-          ))}
-        </select>
-      </div>
-      {!VALUELESS.has(f.operator) && (
-        <div className="field">
-          <label htmlFor={`${id}-v`}>Value</label>
-          {f.field === "subscribed" ? (
-            <select id={`${id}-v`} value={raw || "true"} onChange={(e) => onChange({ ...f, value: e.target.value === "true" })}>
-              <option value="true">true</option>
-              <option value="false">false</option>
-            </select>
-          ) : (
-            <input id={`${id}-v`} value={raw} type={TIMED.has(f.operator) ? "number" : "text"} onChange={(e) => onChange({ ...f, value: coerce(f.field, f.operator, e.target.value, options.numeric) })} />
-          )}
-        </div>
-      )}
-      {TIMED.has(f.operator) && (
-        <div className="field">
-          <label htmlFor={`${id}-u`}>Unit</label>
-          <select id={`${id}-u`} value={f.unit ?? "days"} onChange={(e) => onChange({ ...f, unit: e.target.value })}>
-            {UNITS.map((u) => (
-              <option key={u}>{u}</option>
+      <Field label="Field">
+        {(fid) => (
+          <>
+            <input
+              id={fid}
+              list={`${id}-list`}
+              value={f.field}
+              placeholder="data.plan"
+              onChange={(e) => {
+                const field = e.target.value;
+                const nextOps = operatorsFor(field);
+                onChange({ ...f, field, operator: nextOps.includes(f.operator) ? f.operator : nextOps[0]! });
+              }}
+            />
+            <datalist id={`${id}-list`}>
+              {options.suggestions.map((s) => (
+                <option key={s.value} value={s.value}>
+                  {s.label}
+                </option>
+              ))}
+            </datalist>
+          </>
+        )}
+      </Field>
+      <Field label="Operator">
+        {(oid) => (
+          <select
+            id={oid}
+            value={f.operator}
+            onChange={(e) => {
+              const operator = e.target.value;
+              const next: Filter = { field: f.field, operator };
+              if (!VALUELESS.has(operator)) next.value = f.value;
+              if (TIMED.has(operator)) next.unit = f.unit ?? "days";
+              onChange(next);
+            }}
+          >
+            {ops.map((o) => (
+              <option key={o} value={o}>
+                {LABELS[o] ?? o}
+              </option>
             ))}
           </select>
-        </div>
+        )}
+      </Field>
+      {!VALUELESS.has(f.operator) && (
+        <Field label="Value">
+          {(vid) =>
+            f.field === "subscribed" ? (
+              <select id={vid} value={raw || "true"} onChange={(e) => onChange({ ...f, value: e.target.value === "true" })}>
+                <option value="true">true</option>
+                <option value="false">false</option>
+              </select>
+            ) : (
+              <input id={vid} value={raw} type={TIMED.has(f.operator) ? "number" : "text"} onChange={(e) => onChange({ ...f, value: coerce(f.field, f.operator, e.target.value, options.numeric) })} />
+            )
+          }
+        </Field>
+      )}
+      {TIMED.has(f.operator) && (
+        <Field label="Unit">
+          {(uid) => (
+            <select id={uid} value={f.unit ?? "days"} onChange={(e) => onChange({ ...f, unit: e.target.value })}>
+              {UNITS.map((u) => (
+                <option key={u}>{u}</option>
+              ))}
+            </select>
+          )}
+        </Field>
       )}
       <button type="button" className="small" onClick={onRemove} aria-label={`Remove filter ${path}`}>
         Remove

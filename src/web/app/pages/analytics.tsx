@@ -1,8 +1,7 @@
 import { useState } from "react";
-import { Link } from "wouter";
 import { api, listOf } from "../api";
 import { BarChart, LineChart } from "../components/charts";
-import { useProject } from "../session";
+import { Checklist, ConfigWarnings, useSetupState } from "../components/setup";
 import { Empty, ErrorBanner, Page, Select, useAsync } from "../ui";
 
 interface Series {
@@ -11,18 +10,20 @@ interface Series {
 }
 
 export function AnalyticsPage() {
-  const project = useProject();
   const [days, setDays] = useState("30");
   const from = new Date(Date.now() - Number(days) * 86_400_000).toISOString();
   const series = useAsync(() => api<Series>("/analytics/timeseries", { query: { from, interval: days === "1" ? "hour" : "day" } }), [days]);
   const top = useAsync(() => api<any>("/analytics/top-campaigns", { query: { from, metric: "opens", limit: 5 } }).then(listOf<any>), [days]);
   const events = useAsync(() => api<any>("/analytics/top-events", { query: { from, limit: 8 } }).then(listOf<any>), [days]);
   const stats = useAsync(() => api<any>("/activity/stats", { query: { from } }), [days]);
-  const setup = useAsync(() => api<Record<string, unknown>>(`/projects/${project.id}/setup-state`, { noProject: true }), [project.id]);
+  const setup = useSetupState();
   const s = stats.data;
+  const KEYS = ["sent", "delivered", "opened", "clicked", "bounced"] as const;
+  const seriesEmpty = !!series.data && series.data.data.every((d) => KEYS.every((k) => !d[k]));
   return (
     <Page title="Overview" actions={<Select label="Period" value={days} onChange={setDays} options={[{ value: "1", label: "Last 24 hours" }, { value: "7", label: "Last 7 days" }, { value: "30", label: "Last 30 days" }, { value: "90", label: "Last 90 days" }]} />}>
-      {setup.data && <Setup state={setup.data} />}
+      {setup.data && <Checklist state={setup.data} />}
+      {setup.data && <ConfigWarnings warnings={setup.data.warnings} />}
       <ErrorBanner error={stats.error} />
       {s && (
         <div className="stats" aria-label="Totals">
@@ -36,11 +37,11 @@ export function AnalyticsPage() {
       <section className="card" aria-labelledby="ts-h">
         <h2 id="ts-h">Email activity</h2>
         <ErrorBanner error={series.error} />
-        {series.data && (
+        {seriesEmpty ? <Empty>No emails in this period yet: sent, delivered, opened and clicked emails are counted here.</Empty> : series.data && (
           <LineChart
             label="Emails over time"
             labels={series.data.data.map((d) => (series.data!.interval === "hour" ? d.date.slice(11, 16) : d.date.slice(5, 10)))}
-            series={(["sent", "delivered", "opened", "clicked", "bounced"] as const).map((k) => ({ name: k, values: series.data!.data.map((d) => d[k] ?? 0) }))}
+            series={KEYS.map((k) => ({ name: k, values: series.data!.data.map((d) => d[k] ?? 0) }))}
           />
         )}
       </section>
@@ -48,7 +49,7 @@ export function AnalyticsPage() {
         <section className="card" aria-labelledby="topc-h">
           <h2 id="topc-h">Top campaigns by opens</h2>
           <ErrorBanner error={top.error} />
-          {top.data?.length === 0 ? <Empty>No campaigns sent in this period.</Empty> : top.data && (
+          {top.data?.length === 0 ? <Empty>No campaigns sent in this period.</Empty> : top.data?.every((c) => !c.openedCount) ? <Empty>No campaign emails opened in this period yet.</Empty> : top.data && (
             <BarChart label="Top campaigns by opens" labels={top.data.map((c) => c.name)} values={top.data.map((c) => c.openedCount ?? 0)} />
           )}
         </section>
@@ -61,25 +62,5 @@ export function AnalyticsPage() {
         </section>
       </div>
     </Page>
-  );
-}
-
-function Setup({ state }: { state: Record<string, unknown> }) {
-  const num = (k: string) => Number(state[k] ?? 0);
-  const items: [string, boolean, string][] = [
-    ["Verify a sending domain", num("verifiedDomains") > 0 || num("domainsVerified") > 0, "/domains"],
-    ["Add contacts", num("contacts") > 0, "/contacts"],
-    ["Create a template", num("templates") > 0, "/templates"],
-  ];
-  if (items.every(([, done]) => done)) return null;
-  return (
-    <section className="card" aria-labelledby="setup-h">
-      <h2 id="setup-h">Get started</h2>
-      <ul>
-        {items.map(([label, done, href]) => (
-          <li key={href}>{done ? "✓ " : "○ "}<Link href={href}>{label}</Link></li>
-        ))}
-      </ul>
-    </section>
   );
 }

@@ -1,7 +1,7 @@
 import { useState } from "react";
 import { api } from "../api";
 import { useProject, useSession } from "../session";
-import { ErrorBanner, Loading, Notice, Page, Progress, useAction, useAsync } from "../ui";
+import { ErrorBanner, Loading, Notice, Page, Progress, TextInput, useAction, useAsync, Table } from "../ui";
 
 const CATEGORIES = ["transactional", "campaigns", "workflows", "inbound"] as const;
 type Cat = (typeof CATEGORIES)[number];
@@ -28,9 +28,7 @@ export function BillingPage() {
         {!consumption.data ? !consumption.error && <Loading /> : (
           <>
             <p className="hint">{new Date(consumption.data.periodStart).toLocaleDateString()} – {new Date(consumption.data.periodEnd).toLocaleDateString()}</p>
-            <table>
-              <thead><tr><th scope="col">Category</th><th scope="col">Used</th><th scope="col">Limit</th><th scope="col">Of limit</th></tr></thead>
-              <tbody>
+            <Table head={["Category", "Used", "Limit", "Of limit"]}>
                 {CATEGORIES.map((c) => {
                   const x = consumption.data[c] ?? { used: 0, limit: null, percentage: null };
                   return (
@@ -42,8 +40,7 @@ export function BillingPage() {
                     </tr>
                   );
                 })}
-              </tbody>
-            </table>
+              </Table>
           </>
         )}
       </section>
@@ -61,10 +58,7 @@ export function BillingPage() {
           setSaved(true);
         }); }}>
           {CATEGORIES.map((c) => (
-            <div className="field" key={c}>
-              <label htmlFor={`limit-${c}`}>{c}</label>
-              <input id={`limit-${c}`} type="number" min={0} value={value(c)} placeholder="unlimited" onChange={(e) => setDraft({ ...draft, [c]: e.target.value })} />
-            </div>
+            <TextInput key={c} label={c} type="number" min={0} value={value(c)} placeholder="unlimited" onChange={(v) => setDraft({ ...draft, [c]: v })} />
           ))}
           <button type="submit" className="primary" disabled={!canAdmin || act.busy}>Save limits</button>
         </form>

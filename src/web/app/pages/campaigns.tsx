@@ -3,7 +3,7 @@ import { Link, useLocation } from "wouter";
 import { api, fmtDate, listOf, unwrap, type OffsetPage } from "../api";
 import { BarChart } from "../components/charts";
 import { ConditionBuilder, emptyTree, useLiveCount, type Tree } from "../components/conditions";
-import { Badge, Empty, ErrorBanner, Loading, Modal, Notice, Page, Progress, Select, TextInput, useAction, useAsync, usePoll } from "../ui";
+import { Badge, Empty, ErrorBanner, Loading, Modal, Notice, Page, Progress, Select, TextInput, useAction, useAsync, usePoll, Table, Pager } from "../ui";
 import type { Segment } from "./segments";
 import { Preview, type Template } from "./templates";
 
@@ -53,9 +53,7 @@ export function CampaignsPage() {
       </form>
       <ErrorBanner error={list.error} />
       {list.loading && !list.data ? <Loading /> : list.data?.data.length === 0 ? <Empty>No campaigns yet.</Empty> : (
-        <table>
-          <thead><tr><th scope="col">Name</th><th scope="col">Status</th><th scope="col">Audience</th><th scope="col">Sent</th><th scope="col">Opened</th><th scope="col">Clicked</th><th scope="col">Updated</th></tr></thead>
-          <tbody>
+        <Table head={["Name", "Status", "Audience", "Sent", "Opened", "Clicked", "Updated"]}>
             {list.data?.data.map((c) => (
               <tr key={c.id}>
                 <td><Link href={`/campaigns/${c.id}`}>{c.name}</Link><div className="hint">{c.subject}</div></td>
@@ -67,15 +65,10 @@ export function CampaignsPage() {
                 <td>{fmtDate(c.updatedAt)}</td>
               </tr>
             ))}
-          </tbody>
-        </table>
+          </Table>
       )}
       {list.data && list.data.totalPages > 1 && (
-        <nav className="row pager" aria-label="Pages">
-          <button type="button" disabled={page <= 1} onClick={() => setPage(page - 1)}>Previous</button>
-          <span>Page {page} of {list.data.totalPages}</span>
-          <button type="button" disabled={page >= list.data.totalPages} onClick={() => setPage(page + 1)}>Next</button>
-        </nav>
+        <Pager info={`Page ${page} of ${list.data.totalPages}`} hasPrev={page > 1} hasNext={page < list.data.totalPages} onPrev={() => setPage(page - 1)} onNext={() => setPage(page + 1)} />
       )}
     </Page>
   );
@@ -88,7 +81,8 @@ export function CampaignPage({ id }: { id: string }) {
   if (c.error) return <Page title="Campaign"><ErrorBanner error={c.error} /></Page>;
   if (c.loading && !c.data) return <Loading />;
   const campaign = c.data ?? null;
-  if (!campaign || campaign.status === "DRAFT") return <Composer key={id} campaign={campaign} reload={c.reload} />;
+  // A SCHEDULED campaign is still editable: the composer, with its schedule, "Send now" and "Cancel".
+  if (!campaign || campaign.status === "DRAFT" || campaign.status === "SCHEDULED") return <Composer key={id} campaign={campaign} reload={c.reload} />;
   return <CampaignReport campaign={campaign} reload={c.reload} />;
 }
 
@@ -153,8 +147,20 @@ function Composer({ campaign, reload }: { campaign: Campaign | null; reload: () 
     >
       <ErrorBanner error={act.error} />
       {note && <Notice kind="ok">{note}</Notice>}
+      {campaign?.status === "SCHEDULED" && (
+        <div className="banner info row spread" role="status" aria-label="Schedule">
+          <span>Scheduled for <strong>{fmtDate(campaign.scheduledFor)}</strong>. You can still change it, send it now, or cancel it.</span>
+          <button type="button" className="danger" disabled={act.busy} onClick={() => {
+            if (!confirm("Cancel this scheduled campaign? It will not be sent.")) return;
+            void act.run(async () => {
+              await api(`/campaigns/${campaign.id}/cancel`, { method: "POST" });
+              reload();
+            });
+          }}>Cancel campaign</button>
+        </div>
+      )}
       <div className="editor">
-        <form className="card" onSubmit={(e) => { e.preventDefault(); void act.run(async () => { await save(); setNote("Draft saved."); reload(); }); }}>
+        <form className="card" onSubmit={(e) => { e.preventDefault(); void act.run(async () => { await save(); setNote(campaign?.status === "SCHEDULED" ? "Changes saved; the schedule is unchanged." : "Draft saved."); reload(); }); }}>
           <TextInput label="Campaign name" value={name} onChange={setName} required />
           <Select
             label="Start from a template (optional)"
@@ -205,7 +211,7 @@ function Composer({ campaign, reload }: { campaign: Campaign | null; reload: () 
             </p>
           </fieldset>
           <div className="row">
-            <button type="submit" disabled={act.busy}>{campaign ? "Save draft" : "Create draft"}</button>
+            <button type="submit" disabled={act.busy}>{campaign?.status === "SCHEDULED" ? "Save changes" : campaign ? "Save draft" : "Create draft"}</button>
           </div>
           {campaign && (
             <>
@@ -225,8 +231,9 @@ function Composer({ campaign, reload }: { campaign: Campaign | null; reload: () 
                 <button type="button" disabled={act.busy || !scheduleAt} onClick={() => void act.run(async () => {
                   await save();
                   await api(`/campaigns/${campaign.id}/send`, { body: { scheduledFor: new Date(scheduleAt).toISOString() } });
+                  setNote(`Scheduled for ${fmtDate(new Date(scheduleAt).toISOString())}.`);
                   reload();
-                })}>Schedule</button>
+                })}>{campaign.status === "SCHEDULED" ? "Reschedule" : "Schedule"}</button>
                 <button type="button" className="primary" disabled={act.busy} onClick={() => setConfirming(true)}>Send now…</button>
               </div>
             </>
@@ -338,7 +345,7 @@ function CampaignReport({ campaign, reload }: { campaign: Campaign; reload: () =
           <p className="hint">Delivery {s.deliveryRate ?? 0}% · open {s.openRate ?? 0}% · click {s.clickRate ?? 0}% · bounce {s.bounceRate ?? 0}% (of sent)</p>
           <section className="card" aria-labelledby="funnel-h">
             <h2 id="funnel-h">Funnel</h2>
-            <BarChart label="Campaign funnel" labels={["Sent", "Delivered", "Opened", "Clicked", "Bounced"]} values={[s.sentCount, s.deliveredCount, s.openedCount, s.clickedCount, s.bouncedCount]} />
+            {s.sentCount === 0 ? <Empty>Nothing sent yet: the funnel fills in as emails go out.</Empty> : <BarChart label="Campaign funnel" labels={["Sent", "Delivered", "Opened", "Clicked", "Bounced"]} values={[s.sentCount, s.deliveredCount, s.openedCount, s.clickedCount, s.bouncedCount]} />}
           </section>
         </>
       )}

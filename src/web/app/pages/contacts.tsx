@@ -1,12 +1,14 @@
 import { useRef, useState } from "react";
 import { Link, useLocation } from "wouter";
 import { api, fmtDate, pollJob, type CursorPage } from "../api";
-import { Badge, Checkbox, Empty, ErrorBanner, Loading, Modal, Notice, Page, Progress, Select, TextInput, useAction, useAsync } from "../ui";
+import { Details } from "./activity";
+import { Badge, Checkbox, Empty, ErrorBanner, Loading, Modal, Notice, Page, Pager, Progress, Select, Table, TextArea, TextInput, useAction, useAsync } from "../ui";
 
 export interface Contact {
   id: string;
   email: string;
   subscribed: boolean;
+  pendingConfirmation?: boolean;
   data: Record<string, unknown>;
   createdAt: string;
   updatedAt: string;
@@ -171,25 +173,21 @@ export function ContactsPage() {
       ) : rows.length === 0 ? (
         <Empty>No contacts{query ? ` matching "${query}"` : ""}. Add one, import a CSV, or track an event with the API.</Empty>
       ) : (
-        <table>
-          <caption className="sr-only">Contacts</caption>
-          <thead>
-            <tr>
-              <th scope="col">
-                <input
-                  type="checkbox"
-                  aria-label="Select all on this page"
-                  checked={allSelected}
-                  onChange={(e) => setSelected(e.target.checked ? new Set(rows.map((r) => r.id)) : new Set())}
-                />
-              </th>
-              <th scope="col">Email</th>
-              <th scope="col">Subscribed</th>
-              <th scope="col">Data</th>
-              <th scope="col">Created</th>
-            </tr>
-          </thead>
-          <tbody>
+        <Table
+          caption="Contacts"
+          head={[
+            <input
+              type="checkbox"
+              aria-label="Select all on this page"
+              checked={allSelected}
+              onChange={(e) => setSelected(e.target.checked ? new Set(rows.map((r) => r.id)) : new Set())}
+            />,
+            "Email",
+            "Subscribed",
+            "Data",
+            "Created",
+          ]}
+        >
             {rows.map((c) => (
               <tr key={c.id}>
                 <td>
@@ -208,25 +206,20 @@ export function ContactsPage() {
                 <td>
                   <Link href={`/contacts/${c.id}`}>{c.email}</Link>
                 </td>
-                <td>{c.subscribed ? <Badge tone="ok">yes</Badge> : <Badge tone="muted">no</Badge>}</td>
+                <td>{c.subscribed ? <Badge tone="ok">yes</Badge> : c.pendingConfirmation ? <Badge tone="pending">pending confirmation</Badge> : <Badge tone="muted">no</Badge>}</td>
                 <td className="clip">{Object.entries(c.data ?? {}).map(([k, v]) => `${k}: ${typeof v === "object" ? JSON.stringify(v) : String(v)}`).join(", ")}</td>
                 <td>{fmtDate(c.createdAt)}</td>
               </tr>
             ))}
-          </tbody>
-        </table>
+        </Table>
       )}
-      <nav className="row pager" aria-label="Pages">
-        <span className="muted" aria-live="polite">
-          {rows.length === 0 ? `0 of ${total}` : `${first}–${Math.max(last, first)} of ${Math.max(total, last)}`} · page {cursors.length} of {Math.max(pages, cursors.length)}
-        </span>
-        <button type="button" disabled={cursors.length <= 1} onClick={() => setCursors(cursors.slice(0, -1))}>
-          Previous
-        </button>
-        <button type="button" disabled={!page.data?.hasMore} onClick={() => page.data?.cursor && setCursors([...cursors, page.data.cursor])}>
-          Next
-        </button>
-      </nav>
+      <Pager
+        info={`${rows.length === 0 ? `0 of ${total}` : `${first}–${Math.max(last, first)} of ${Math.max(total, last)}`} · page ${cursors.length} of ${Math.max(pages, cursors.length)}`}
+        hasPrev={cursors.length > 1}
+        hasNext={!!page.data?.hasMore}
+        onPrev={() => setCursors(cursors.slice(0, -1))}
+        onNext={() => page.data?.cursor && setCursors([...cursors, page.data.cursor])}
+      />
       <Modal open={creating} title="New contact" onClose={() => setCreating(false)}>
         <ContactForm
           onSaved={() => {
@@ -323,10 +316,12 @@ function ContactForm({ contact, onSaved, onCancel }: { contact?: Contact; onSave
       )}
       <TextInput label="Email" type="email" value={email} onChange={setEmail} required />
       <Checkbox label="Subscribed" checked={subscribed} onChange={setSubscribed} />
-      <div className="field">
-        <label htmlFor="contact-data">Data (JSON object)</label>
-        <textarea id="contact-data" rows={6} className="mono" value={data} onChange={(e) => setData(e.target.value)} />
-      </div>
+      {contact?.pendingConfirmation && (
+        <p className="hint">
+          <Badge tone="pending">pending confirmation</Badge> Subscribed through the public key with double opt-in on: waiting for the confirmation link. Ticking "Subscribed" here subscribes at once.
+        </p>
+      )}
+      <TextArea label="Data (JSON object)" rows={6} mono value={data} onChange={setData} />
       <div className="row">
         <button type="submit" className="primary" disabled={act.busy}>
           Save
@@ -403,7 +398,7 @@ export function ContactPage({ id }: { id: string }) {
             {events.data?.data.map((e) => (
               <li key={e.id}>
                 <time dateTime={e.createdAt}>{fmtDate(e.createdAt)}</time> <strong>{e.name}</strong>
-                {e.data && Object.keys(e.data).length > 0 && <code className="wrap small-code">{JSON.stringify(e.data)}</code>}
+                {e.data && Object.keys(e.data).length > 0 && <Details data={e.data} />}
               </li>
             ))}
           </ol>
@@ -436,10 +431,18 @@ export function EmailTable({ rows }: { rows: any[] }) {
         <tbody>
           {rows.map((m) => (
             <tr key={m.id}>
-              <td>{m.subject}</td>
+              <td>
+                <Link href={`/emails/${m.id}`}>{m.subject || "(no subject)"}</Link>
+              </td>
               <td>{m.to}</td>
               <td>
                 <Badge>{m.status}</Badge>
+                {m.sandbox && (
+                  <>
+                    {" "}
+                    <Badge tone="draft">sandbox</Badge>
+                  </>
+                )}
               </td>
               <td>{m.sourceType}</td>
               <td>{m.attempts}</td>

@@ -1,7 +1,8 @@
 import { useState } from "react";
 import { api } from "../api";
+import { ConfigWarnings, useSetupState } from "../components/setup";
 import { useProject } from "../session";
-import { Badge, CopyButton, Empty, ErrorBanner, Loading, Page, TextInput, useAction, useAsync } from "../ui";
+import { Badge, CopyButton, Empty, ErrorBanner, Loading, Page, TextInput, useAction, useAsync, Table } from "../ui";
 
 interface DomainRecord {
   type: string;
@@ -27,8 +28,10 @@ export function DomainsPage() {
   const list = useAsync(() => api<Domain[]>(`/domains/project/${project.id}`), [project.id]);
   const [domain, setDomain] = useState("");
   const act = useAction();
+  const setup = useSetupState();
   return (
     <Page title="Domains">
+      <ConfigWarnings warnings={setup.data?.warnings} />
       <p className="hint">Emails are sent from addresses of verified domains. Add the DNS records below at your DNS provider, then verify. Only the DKIM record is required; the others improve deliverability.</p>
       <form
         className="row card"
@@ -83,18 +86,7 @@ function DomainCard({ d, onChange }: { d: Domain; onChange: () => void }) {
         </div>
       </div>
       <ErrorBanner error={act.error} />
-      <div className="scroll-x">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Purpose</th>
-              <th scope="col">Type</th>
-              <th scope="col">Name</th>
-              <th scope="col">Value</th>
-              <th scope="col">Status</th>
-            </tr>
-          </thead>
-          <tbody>
+        <Table head={["Purpose", "Type", "Name", "Value", "Status"]}>
             {d.records.map((r) => (
               <tr key={r.purpose + r.name}>
                 <td>
@@ -113,9 +105,7 @@ function DomainCard({ d, onChange }: { d: Domain; onChange: () => void }) {
                 </td>
               </tr>
             ))}
-          </tbody>
-        </table>
-      </div>
+          </Table>
     </section>
   );
 }

@@ -2,7 +2,7 @@ import { useState } from "react";
 import { Link, useLocation } from "wouter";
 import { api, fmtDate, listOf, type OffsetPage } from "../api";
 import { ConditionBuilder, emptyTree, useLiveCount, type Tree } from "../components/conditions";
-import { Badge, Checkbox, Empty, ErrorBanner, Loading, Notice, Page, Select, TextInput, useAction, useAsync } from "../ui";
+import { Badge, Checkbox, Empty, ErrorBanner, Loading, Notice, Page, Select, TextArea, TextInput, useAction, useAsync, Table, Pager } from "../ui";
 import type { Contact } from "./contacts";
 
 export interface Segment {
@@ -25,9 +25,7 @@ export function SegmentsPage() {
     <Page title="Segments" actions={<button type="button" className="primary" onClick={() => navigate("/segments/new")}>New segment</button>}>
       <ErrorBanner error={list.error} />
       {list.loading && !list.data ? <Loading /> : list.data?.length === 0 ? <Empty>No segments yet.</Empty> : (
-        <table>
-          <thead><tr><th scope="col">Name</th><th scope="col">Type</th><th scope="col">Members</th><th scope="col">Tracked</th><th scope="col">Created</th></tr></thead>
-          <tbody>
+        <Table head={["Name", "Type", "Members", "Tracked", "Created"]}>
             {list.data?.map((s) => (
               <tr key={s.id}>
                 <td><Link href={`/segments/${s.id}`}>{s.name}</Link>{s.description && <div className="hint">{s.description}</div>}</td>
@@ -37,8 +35,7 @@ export function SegmentsPage() {
                 <td>{fmtDate(s.createdAt)}</td>
               </tr>
             ))}
-          </tbody>
-        </table>
+          </Table>
       )}
     </Page>
   );
@@ -142,10 +139,7 @@ function Members({ segment, onChange }: { segment: Segment; onChange: () => void
       {note && <Notice kind="ok">{note}</Notice>}
       {segment.type === "STATIC" && (
         <form className="row top" onSubmit={(e) => e.preventDefault()}>
-          <div className="field" style={{ flex: 1 }}>
-            <label htmlFor="member-emails">Emails (one per line)</label>
-            <textarea id="member-emails" rows={3} value={emails} onChange={(e) => setEmails(e.target.value)} />
-          </div>
+          <TextArea label="Emails (one per line)" rows={3} value={emails} onChange={setEmails} className="grow" />
           <div>
             <Checkbox label="Create missing contacts" checked={createMissing} onChange={setCreateMissing} />
             <div className="row">
@@ -168,21 +162,14 @@ function Members({ segment, onChange }: { segment: Segment; onChange: () => void
         </form>
       )}
       {list.data?.data.length === 0 ? <Empty>No members.</Empty> : (
-        <table>
-          <thead><tr><th scope="col">Email</th><th scope="col">Subscribed</th><th scope="col">Created</th></tr></thead>
-          <tbody>
+        <Table head={["Email", "Subscribed", "Created"]}>
             {list.data?.data.map((c) => (
               <tr key={c.id}><td><Link href={`/contacts/${c.id}`}>{c.email}</Link></td><td>{c.subscribed ? "yes" : "no"}</td><td>{fmtDate(c.createdAt)}</td></tr>
             ))}
-          </tbody>
-        </table>
+          </Table>
       )}
       {list.data && (
-        <nav className="row pager" aria-label="Member pages">
-          <span className="muted">{list.data.total} members</span>
-          <button type="button" disabled={page <= 1} onClick={() => setPage(page - 1)}>Previous</button>
-          <button type="button" disabled={page >= (list.data.totalPages ?? 1)} onClick={() => setPage(page + 1)}>Next</button>
-        </nav>
+        <Pager label="Member pages" info={`${list.data.total} members`} hasPrev={page > 1} hasNext={page < (list.data.totalPages ?? 1)} onPrev={() => setPage(page - 1)} onNext={() => setPage(page + 1)} />
       )}
     </section>
   );

@@ -2,11 +2,12 @@ import { useState } from "react";
 import { useLocation } from "wouter";
 import { api } from "../api";
 import { useProject, useSession, type Project } from "../session";
-import { Badge, CopyButton, ErrorBanner, Loading, Notice, Page, Select, TextInput, useAction, useAsync } from "../ui";
+import { Badge, Checkbox, CopyButton, ErrorBanner, Loading, Notice, Page, Select, Table, TextInput, useAction, useAsync } from "../ui";
 
 export function NewProjectPage({ first }: { first?: boolean }) {
   const s = useSession();
   const [name, setName] = useState("");
+  const [sandbox, setSandbox] = useState(false);
   const { error, busy, run } = useAction();
   const [, navigate] = useLocation();
   const form = (
@@ -15,16 +16,22 @@ export function NewProjectPage({ first }: { first?: boolean }) {
       onSubmit={(e) => {
         e.preventDefault();
         void run(async () => {
-          const p = await api<Project>("/users/@me/projects", { body: { name }, noProject: true });
+          const p = await api<Project>("/users/@me/projects", { body: { name, sandbox }, noProject: true });
           await s.reload();
           s.selectProject(p.id);
-          navigate("/settings");
+          // A new project opens on Overview: its getting-started checklist is the next step.
+          navigate("/");
         });
       }}
     >
       {first && <p>Welcome! Create your first project: it holds your contacts, templates, domains and API keys.</p>}
       <ErrorBanner error={error} />
       <TextInput label="Project name" value={name} onChange={setName} required />
+      <Checkbox label="Sandbox: try everything without DNS" checked={sandbox} onChange={setSandbox} />
+      <p className="hint">
+        A sandbox sends from any domain and captures every email instead of sending it: read them under Emails, with simulated recipients (bounce@, softbounce@, complaint@, open@, click@ any domain). Turn it off in
+        Settings once your domain is verified.
+      </p>
       <button className="primary" type="submit" disabled={busy}>
         Create project
       </button>
@@ -106,6 +113,8 @@ export function SettingsPage() {
         </form>
       </section>
 
+      <SandboxSetting project={project} canAdmin={canAdmin} onSaved={() => s.reload()} />
+
       <section className="card" aria-labelledby="keys-h">
         <h2 id="keys-h">API keys</h2>
         <p className="hint">
@@ -132,6 +141,8 @@ export function SettingsPage() {
       </section>
 
       <Members projectId={project.id} myRole={project.role} myId={s.user?.id} />
+
+      <DoubleOptInSettings canAdmin={canAdmin} />
 
       <section className="card" aria-labelledby="danger-h">
         <h2 id="danger-h">Danger zone</h2>
@@ -169,6 +180,57 @@ export function SettingsPage() {
   );
 }
 
+/** The sandbox switch, with what turning it off or on changes and whether a domain is verified yet. */
+function SandboxSetting({ project, canAdmin, onSaved }: { project: Project; canAdmin: boolean; onSaved: () => Promise<unknown> }) {
+  const domains = useAsync(() => api<{ domain: string; verified: boolean }[]>(`/domains/project/${project.id}`, { noProject: true }), [project.id]);
+  const act = useAction();
+  const [forced, setForced] = useState(false);
+  const list = domains.data ?? [];
+  const verified = list.filter((d) => d.verified).map((d) => d.domain);
+  const on = !!project.sandbox;
+  return (
+    <section className="card" aria-labelledby="sandbox-h">
+      <h2 id="sandbox-h">Sandbox</h2>
+      <ErrorBanner error={act.error} />
+      <p>
+        The sandbox is <strong>{on ? "on" : "off"}</strong>.{" "}
+        {on
+          ? "Emails from this project are built, signed and tracked as for real, then captured here instead of being sent; any sender domain works and nothing counts toward reputation or billing."
+          : "Emails from this project are sent to their recipients' mail servers from verified domains only."}
+      </p>
+      {forced && on && <Notice kind="warn">This server runs with MAILSVC_SANDBOX=true: every project is a sandbox until it is restarted without it.</Notice>}
+      {on ? (
+        <>
+          <p className="hint">
+            Turning it off: from then on every email is really sent, sending from a domain that is not verified answers 403, and sends count toward billing limits and sending reputation. Captured emails stay readable.
+          </p>
+          {!domains.loading && (
+            <Notice kind={verified.length ? "ok" : "warn"}>
+              {verified.length ? `Verified sender domain${verified.length > 1 ? "s" : ""}: ${verified.join(", ")}.` : "No sender domain is verified yet: with the sandbox off, every send would be refused until one is."}
+            </Notice>
+          )}
+        </>
+      ) : (
+        <p className="hint">Turning it on: emails are captured instead of sent (read them under Emails), from any sender domain; simulated recipients bounce@, softbounce@, complaint@, open@ and click@ (any domain) act like real ones.</p>
+      )}
+      <button
+        type="button"
+        className={on ? "primary" : ""}
+        disabled={act.busy || !canAdmin}
+        onClick={() =>
+          void act.run(async () => {
+            const p = await api<Project>(`/users/@me/projects/${project.id}`, { method: "PATCH", body: { sandbox: !on }, noProject: true });
+            setForced(on && !!p.sandbox);
+            await onSaved();
+          })
+        }
+      >
+        {on ? "Turn the sandbox off" : "Turn the sandbox on"}
+      </button>
+    </section>
+  );
+}
+
 interface Member {
   userId: string;
   email: string;
@@ -189,17 +251,7 @@ function Members({ projectId, myRole, myId }: { projectId: string; myRole?: stri
       {list.loading && !list.data ? (
         <Loading />
       ) : (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Email</th>
-              <th scope="col">Role</th>
-              <th scope="col">
-                <span className="sr-only">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
+        <Table head={["Email", "Role", <span className="sr-only">Actions</span>]}>
             {(list.data ?? []).map((m) => (
               <tr key={m.userId}>
                 <td>{m.email}</td>
@@ -238,8 +290,7 @@ function Members({ projectId, myRole, myId }: { projectId: string; myRole?: stri
                 </td>
               </tr>
             ))}
-          </tbody>
-        </table>
+        </Table>
       )}
       {canAdmin && (
         <form
@@ -260,6 +311,49 @@ function Members({ projectId, myRole, myId }: { projectId: string; myRole?: stri
           </button>
         </form>
       )}
+    </section>
+  );
+}
+
+/** Double opt-in: public-key subscribes wait for a confirmation link (the email's template is chosen here). */
+function DoubleOptInSettings({ canAdmin }: { canAdmin: boolean }) {
+  const s = useSession();
+  const project = useProject();
+  const current = project.doubleOptIn ?? { enabled: false, templateId: null, redirectUrl: null };
+  const [enabled, setEnabled] = useState(current.enabled);
+  const [templateId, setTemplateId] = useState(current.templateId ?? "");
+  const [redirectUrl, setRedirectUrl] = useState(current.redirectUrl ?? "");
+  const [saved, setSaved] = useState(false);
+  const templates = useAsync(() => api<any>("/templates", { query: { pageSize: 100, sort: "name", dir: "asc" } }), []);
+  const save = useAction();
+  const options = [{ value: "", label: "Plain default email" }, ...((templates.data?.data ?? []) as { id: string; name: string }[]).map((t) => ({ value: t.id, label: t.name }))];
+  return (
+    <section className="card" aria-labelledby="doi-h">
+      <h2 id="doi-h">Double opt-in</h2>
+      <p className="hint">
+        When on, a contact who subscribes with the public key (<code>/v1/track</code>) stays unsubscribed and pending until they open the link of a confirmation email (one per 10 minutes, the link
+        works once for 7 days). Writes with the secret key are trusted. The template gets the link as <code>{"{{confirmUrl}}"}</code>.
+      </p>
+      <ErrorBanner error={save.error ?? templates.error} />
+      {saved && <Notice kind="ok">Double opt-in saved.</Notice>}
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          setSaved(false);
+          void save.run(async () => {
+            await api(`/users/@me/projects/${project.id}`, { method: "PATCH", body: { doubleOptIn: { enabled, templateId: templateId || null, redirectUrl: redirectUrl.trim() || null } }, noProject: true });
+            await s.reload();
+            setSaved(true);
+          });
+        }}
+      >
+        <Checkbox label="Require confirmation of public subscribes" checked={enabled} onChange={setEnabled} />
+        <Select label="Confirmation email template" value={templateId} onChange={setTemplateId} options={options} />
+        <TextInput label="After confirming, redirect to (optional)" type="url" value={redirectUrl} onChange={setRedirectUrl} placeholder="https://example.com/welcome" hint="Empty: a confirmation page served by mailsvc." />
+        <button type="submit" className="primary" disabled={save.busy || !canAdmin}>
+          Save double opt-in
+        </button>
+      </form>
     </section>
   );
 }

@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from "react";
 import { Link, useLocation } from "wouter";
 import { api, fmtDate, type OffsetPage } from "../api";
-import { Badge, Empty, ErrorBanner, Loading, Notice, Page, Select, TextInput, toApiError, useAction, useAsync } from "../ui";
+import { Badge, Empty, ErrorBanner, Loading, Notice, Page, Select, TextInput, toApiError, useAction, useAsync, Table, Pager } from "../ui";
 import type { ApiError } from "../api";
 
 export interface Template {
@@ -36,11 +36,7 @@ export function TemplatesPage() {
       </form>
       <ErrorBanner error={list.error} />
       {list.loading && !list.data ? <Loading /> : list.data?.data.length === 0 ? <Empty>No templates yet.</Empty> : (
-        <table>
-          <thead>
-            <tr><th scope="col">Name</th><th scope="col">Subject</th><th scope="col">Type</th><th scope="col">From</th><th scope="col">Updated</th></tr>
-          </thead>
-          <tbody>
+        <Table head={["Name", "Subject", "Type", "From", "Updated"]}>
             {list.data?.data.map((t) => (
               <tr key={t.id}>
                 <td><Link href={`/templates/${t.id}`}>{t.name}</Link></td>
@@ -50,15 +46,10 @@ export function TemplatesPage() {
                 <td>{fmtDate(t.updatedAt)}</td>
               </tr>
             ))}
-          </tbody>
-        </table>
+          </Table>
       )}
       {list.data && list.data.totalPages > 1 && (
-        <nav className="row pager" aria-label="Pages">
-          <button type="button" disabled={page <= 1} onClick={() => setPage(page - 1)}>Previous</button>
-          <span>Page {page} of {list.data.totalPages}</span>
-          <button type="button" disabled={page >= list.data.totalPages} onClick={() => setPage(page + 1)}>Next</button>
-        </nav>
+        <Pager info={`Page ${page} of ${list.data.totalPages}`} hasPrev={page > 1} hasNext={page < list.data.totalPages} onPrev={() => setPage(page - 1)} onNext={() => setPage(page + 1)} />
       )}
     </Page>
   );

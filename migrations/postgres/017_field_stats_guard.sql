@@ -1,0 +1,3 @@
+-- PostgreSQL twin of 017: the guard SQLite needed (skip the update trigger's walks when the shape
+-- of the data is unchanged) is already the behaviour of 011's contacts_fields_update here: it writes
+-- only the (key, kind) pairs that differ between the two versions. Nothing to change.
