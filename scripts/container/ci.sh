@@ -55,11 +55,12 @@ command -v podman >/dev/null || need+=(podman)
 command -v runc >/dev/null || [ -x /usr/sbin/runc ] || need+=(runc)
 command -v mmdebstrap >/dev/null || need+=(mmdebstrap)
 command -v curl >/dev/null || need+=(curl)
+dpkg -s netavark >/dev/null 2>&1 || need+=(netavark)
 dpkg -s aardvark-dns >/dev/null 2>&1 || need+=(aardvark-dns)
 dpkg -s uidmap >/dev/null 2>&1 || need+=(uidmap)
 if [ ${#need[@]} -gt 0 ]; then
   t0=$SECONDS
-  if { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need[@]}" ca-certificates; } >"$logdir/apt.log" 2>&1; then
+  if { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "${need[@]}" ca-certificates; } >"$logdir/apt.log" 2>&1; then
     echo "container: installed ${need[*]} in $((SECONDS - t0)) s"
   else
     tail -20 "$logdir/apt.log"; bad "apt-get install ${need[*]}"; finish
