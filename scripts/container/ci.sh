@@ -113,7 +113,7 @@ containers=()
 network=""
 cleanup() {
   [ $keep = 1 ] && { echo "container: kept ${containers[*]} $volume $network"; return; }
-  for c in "${containers[@]}"; do podman rm -f -t 0 "$c" >/dev/null 2>&1; done
+  for c in "${containers[@]}"; do podman rm -f -v -t 0 "$c" >/dev/null 2>&1; done
   [ "$failed" = 0 ] && rm -rf "$logdir"
   podman volume rm -f "$volume" >/dev/null 2>&1
   [ -n "$network" ] && podman network rm -f "$network" >/dev/null 2>&1
