@@ -27,6 +27,9 @@ Usage:
                                      check DNS (A/AAAA, PTR, SPF, every domain's records), outbound port 25
                                      or the relay, the public URL; prints fixes; exit 1 on a failure
   mailsvc selfcheck                  build a test message in the message-building worker; exit 1 if it cannot
+                                     (also prints whether DKIM signs through the host's OpenSSL 3)
+  mailsvc health [--timeout MS]      exit 0 when GET /health on the configured host and port answers 200, else 1
+                                     (a container's health check: no shell or curl needed)
   mailsvc --version | --help
 
 Options (each also an environment variable):
@@ -87,11 +90,32 @@ async function userCreate(config: Config, flags: Record<string, string>) {
   }
 }
 
+/** GET /health on this configuration's listener: exit 0 on a 200 answer, 1 otherwise (or after the timeout). */
+async function health(config: Config, timeoutFlag: string | undefined) {
+  const timeoutMs = timeoutFlag === undefined ? 5000 : Number(timeoutFlag);
+  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) fail(`--timeout must be a positive number of milliseconds, got "${timeoutFlag}"`, 2);
+  // A wildcard listen address is reached on loopback.
+  const host = config.host === "0.0.0.0" || config.host === "" ? "127.0.0.1" : config.host === "::" ? "::1" : config.host;
+  const url = `http://${host.includes(":") ? `[${host}]` : host}:${config.port}/health`;
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+    await res.arrayBuffer();
+    if (res.status === 200) {
+      process.stdout.write(JSON.stringify({ url, status: res.status }) + "\n");
+      process.exit(0);
+    }
+    fail(`${url} answered ${res.status}`);
+  } catch (e) {
+    fail(`${url}: ${(e as Error).name === "TimeoutError" ? `no answer within ${timeoutMs} ms` : (e as Error).message}`);
+  }
+}
+
 /** Flags of one command, beside the configuration options every command takes. */
 const COMMAND_FLAGS: Record<string, readonly string[]> = {
   user: ["--email", "--password", "--project"],
   doctor: ["--probe-domain", "--timeout", "--json"],
   copy: ["--from", "--to"],
+  health: ["--timeout"],
 };
 
 async function main() {
@@ -158,10 +182,14 @@ async function main() {
       const errors: string[] = [];
       const log = { info() {}, warn: (m: string) => errors.push(m), error: (m: string, f?: Record<string, unknown>) => errors.push(`${m} ${JSON.stringify(f ?? {})}`), line() {}, json() {}, flush() {}, close() {} };
       const r = await checkWorkerBuild(log);
-      process.stdout.write(JSON.stringify({ ...r, errors }) + "\n");
+      // Whether DKIM signs through the host's OpenSSL 3 (libcrypto.so.3); without it Bun's WebCrypto signs (slower).
+      const { openSsl } = await import("./mail/openssl");
+      process.stdout.write(JSON.stringify({ ...r, dkimOpenssl: openSsl() !== null, errors }) + "\n");
       if (r.builtIn !== "worker") process.exit(1);
       return;
     }
+    case "health":
+      return health(config, flags["--timeout"]);
     case "user":
       if (sub === "create") return userCreate(config, flags);
       fail("usage: mailsvc user create --email E --password P [--project NAME] [--sandbox]");

@@ -10,6 +10,13 @@ const run = (args: string[], env: Record<string, string> = {}) => {
   return { code: p.exitCode, out: p.stdout.toString(), err: p.stderr.toString() };
 };
 
+// The in-process test server must keep answering while the command runs: not spawnSync.
+const runAsync = async (args: string[], env: Record<string, string> = {}) => {
+  const p = Bun.spawn([process.execPath, MAIN, ...args], { env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe" });
+  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  return { code, out, err };
+};
+
 let srv: TestServer;
 beforeAll(async () => {
   srv = await startServer();
@@ -42,6 +49,29 @@ test("every setting is an env variable and a flag; flags win", () => {
   expect(c.publicUrl).toBe("http://localhost:5000");
   expect(parseDuration("5m")).toBe(300_000);
   expect(() => parseDuration("soon")).toThrow();
+});
+
+test("health exits 0 when /health on the configured host and port answers 200, else 1", async () => {
+  const port = String(srv.port);
+  // The wildcard listen address (the container's) is checked on loopback.
+  const ok = await runAsync(["health"], { MAILSVC_HOST: "0.0.0.0", MAILSVC_PORT: port });
+  expect(ok.code).toBe(0);
+  expect(JSON.parse(ok.out)).toEqual({ url: `http://127.0.0.1:${port}/health`, status: 200 });
+  expect((await runAsync(["health", "--port", port, "--host", "127.0.0.1"])).code).toBe(0);
+  // Nothing listening: 1, with the reason on stderr.
+  const closed = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const freePort = String(closed.port);
+  closed.stop(true);
+  const down = await runAsync(["health", "--timeout", "2000"], { MAILSVC_HOST: "127.0.0.1", MAILSVC_PORT: freePort });
+  expect(down.code).toBe(1);
+  expect(down.err).toContain(`http://127.0.0.1:${freePort}/health`);
+  // A listener that answers something else than 200 is not healthy either.
+  const other = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("no", { status: 503 }) });
+  const bad = await runAsync(["health"], { MAILSVC_HOST: "127.0.0.1", MAILSVC_PORT: String(other.port) });
+  other.stop(true);
+  expect(bad.code).toBe(1);
+  expect(bad.err).toContain("answered 503");
+  expect((await runAsync(["health", "--timeout", "soon"])).code).toBe(2);
 });
 
 test("user create prints the user and the project with its keys", () => {
