@@ -2,7 +2,8 @@
 // adjustments that let the same application code run on both engines (docs/architecture.md "Data"):
 // - int8 and numeric come back as JS numbers (times are epoch milliseconds, well inside 2^53), and
 //   json/jsonb as the JSON text SQLite stores (the app parses JSON columns itself);
-// - a boolean parameter is sent as 1/0 (flags are integer columns on both engines, as bun:sqlite binds them);
+// - a boolean parameter is sent as 1/0 (flags are integer columns on both engines, as bun:sqlite binds them),
+//   and U+0000 in a string parameter as U+FFFD (PostgreSQL text cannot hold it);
 // - writes of one process run one at a time (a transaction, or a single write statement outside one),
 //   as on SQLite's single connection: the services were written against a serialized writer. Reads run
 //   in parallel on the pool. Across instances the claims (FOR UPDATE SKIP LOCKED, leases) and row locks
@@ -27,6 +28,9 @@ const types = {
 
 function param(v: unknown): unknown {
   if (typeof v === "boolean") return v ? 1 : 0;
+  // PostgreSQL cannot hold U+0000 in text: a value carrying one (an id or a search from a URL; JSON bodies
+  // holding it are refused at the edge) goes as U+FFFD, which matches nothing stored, instead of an error.
+  if (typeof v === "string" && v.includes("\u0000")) return v.replaceAll("\u0000", "\uFFFD");
   return v;
 }
 

@@ -1,3 +1,4 @@
+import { isForeignKeyViolation, isTransientConflict, isUniqueViolation } from "../db/errors";
 import { Elysia } from "elysia";
 import { rejectedBodies, unreadBodies } from "./body";
 import type { Logger } from "./logger";
@@ -124,6 +125,12 @@ export function errorPlugin(log: Logger, now: () => number = Date.now) {
       const status = (error as any)?.status;
       if (typeof status === "number" && status === 413) {
         return json(413, envelope(413, "PAYLOAD_TOO_LARGE", "Request body too large", requestId), headers);
+      }
+      // A write that lost a race the code did not foresee (a constraint, a deadlock between instances):
+      // the client may try again; never a 500 for it.
+      if (isUniqueViolation(error) || isForeignKeyViolation(error) || isTransientConflict(error)) {
+        log.warn("write lost a race", { requestId, method: request.method, url: request.url, error: String((error as Error)?.message ?? error).slice(0, 500) });
+        return json(409, envelope(409, "CONFLICT", "The request collided with a concurrent change; try it again", requestId), headers);
       }
       log.error("unhandled error", {
         requestId,

@@ -272,6 +272,14 @@ describe("GET /emails filters", () => {
     expect(camp.status).toBe(201);
     const campaignId = camp.body.data.id;
     expectOk(await srv.api(`/campaigns/${campaignId}/send`, { key: p.secretKey, body: {} }));
+    // The fan-out reads the audience once it runs: let it finish before `bad` becomes a contact.
+    await waitFor(
+      async () => {
+        await srv.drainJobs();
+        return (await srv.api(`/emails?campaignId=${campaignId}`, { key: p.secretKey })).body.total;
+      },
+      { until: (n) => n === 2, what: "the campaign's 2 emails written" },
+    );
     const t1 = await sendOne(p, a, { subject: "t1" });
     const t2 = await sendOne(p, a, { subject: "t2" });
     sink.onRcpt = (r) => (r === bad ? { code: 550, message: "5.1.1 no such user" } : undefined);

@@ -6,6 +6,7 @@
 // - random (fast-check, fixed seed): malformed bodies, params, query strings and headers on every route.
 // Never a 5xx, every answer complete, the envelope on every JSON 4xx, no partial write on a refusal.
 // A short run here; scripts/fuzz-hostile.ts is the long one (50 MB bodies, concurrency, peak RSS).
+import { rawGet } from "../../src/db/raw";
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import fc from "fast-check";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
@@ -85,11 +86,9 @@ function plausible(op: Operation, param: string): string {
 
 const COUNTED = ["contacts", "events", "templates", "uploads", "domains", "emails", "email_contents", "billing_limits", "idempotency_keys"];
 
-function counts(): Record<string, number> {
-  const sqlite = srv.ctx.store.sqlite;
-  const tables = new Set(sqlite.query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'table'").all().map((r) => r.name));
+async function counts(): Promise<Record<string, number>> {
   const out: Record<string, number> = {};
-  for (const t of COUNTED) if (tables.has(t)) out[t] = sqlite.query<{ n: number }, []>(`SELECT count(*) AS n FROM "${t}"`).get()!.n;
+  for (const t of COUNTED) out[t] = (await rawGet<{ n: number }>(srv.ctx.db, srv.ctx.store.engine, `SELECT count(*) AS n FROM "${t}"`))!.n;
   return out;
 }
 
@@ -217,7 +216,7 @@ test("random: every route answers hostile input without a 5xx, with the envelope
           headers["x-project-id"] = acc.projectId;
         }
         await srv.drainJobs();
-        const before = counts();
+        const before = await counts();
         let res: Response;
         try {
           res = await fetch(`${srv.url}${path}${query ? "?" + query : ""}`, {
@@ -254,7 +253,7 @@ test("random: every route answers hostile input without a 5xx, with the envelope
             if (!PAGES.test(new URL(`${srv.url}${path}`).pathname)) failures.push(`non-JSON ${where}`);
           }
           await srv.drainJobs();
-          const after = counts();
+          const after = await counts();
           if (JSON.stringify(after) !== JSON.stringify(before)) failures.push(`write on refusal: ${where} ${JSON.stringify(before)} -> ${JSON.stringify(after)}`);
         }
       },

@@ -3,6 +3,7 @@
 // /v1/track, /v1/send). Every answer is a 2xx or the spec's error (envelope, or the bare 400 `{ error }`), never a
 // 5xx; a refused request writes nothing. Deterministic (fixed seed); FUZZ_RUNS multiplies the runs, FUZZ_SEED
 // changes the seed, FUZZ_VERBOSE prints status histograms. Complements fuzz.test.ts (syntactic: malformed bodies).
+import { rawGet } from "../../src/db/raw";
 import { afterAll, beforeAll, beforeEach, expect, setDefaultTimeout, test } from "bun:test";
 import fc from "fast-check";
 import { addVerifiedDomain } from "../domains/support";
@@ -144,8 +145,8 @@ function checkPaths(where: string, res: ApiResponse, prefixes: string[]) {
   }
 }
 
-function count(table: string, where = "project_id = ?"): number {
-  return srv.ctx.store.sqlite.query<{ n: number }, [string]>(`SELECT count(*) AS n FROM "${table}" WHERE ${where}`).get(acc.projectId)!.n;
+async function count(table: string, where = "project_id = ?"): Promise<number> {
+  return (await rawGet<{ n: number }>(srv.ctx.db, srv.ctx.store.engine, `SELECT count(*) AS n FROM "${table}" WHERE ${where}`, [acc.projectId]))!.n;
 }
 
 const short = (v: unknown) => {
@@ -279,11 +280,11 @@ test("segments: random condition trees create/patch, then refresh, compute and m
         const body: Record<string, unknown> = { name: "Fuzz", condition, trackMembership: track };
         if (type !== undefined) body.type = type;
         const where = `POST /segments ${short(body)}`;
-        const before = count("segments");
+        const before = await count("segments");
         const res = await srv.api("/segments", { key, body });
         if (!check("POST /segments", where, res)) {
           checkPaths(where, res, ["condition"]);
-          if (count("segments") !== before) fail(where, res, "segment written on refusal");
+          if (await count("segments") !== before) fail(where, res, "segment written on refusal");
           return;
         }
         if (res.status !== 201) fail(where, res, "create not 201");
@@ -423,10 +424,10 @@ test("segments: STATIC members with odd addresses answer 2xx/4xx and write nothi
       if (createMissing !== undefined) body.createMissing = createMissing;
       if (subscribed !== undefined) body.subscribed = subscribed;
       const where = `${remove ? "DELETE" : "POST"} /segments/static/members ${short(body)}`;
-      const before = [count("contacts"), count("segment_members", "segment_id IN (SELECT id FROM segments WHERE project_id = ?)")];
+      const before = [await count("contacts"), await count("segment_members", "segment_id IN (SELECT id FROM segments WHERE project_id = ?)")];
       const res = await srv.api(`/segments/${fx.staticSeg}/members`, { key, method: remove ? "DELETE" : "POST", body });
       if (!check("members write", where, res)) {
-        const after = [count("contacts"), count("segment_members", "segment_id IN (SELECT id FROM segments WHERE project_id = ?)")];
+        const after = [await count("contacts"), await count("segment_members", "segment_id IN (SELECT id FROM segments WHERE project_id = ?)")];
         if (JSON.stringify(after) !== JSON.stringify(before)) fail(where, res, `write on refusal ${before} -> ${after}`);
       }
     }),
@@ -468,11 +469,11 @@ test("campaigns: FILTERED audiences and odd scheduledFor on create, PUT and send
         const s1 = resolveSched(sched);
         if (s1 !== undefined) body.scheduledFor = s1;
         const where = `POST /campaigns ${short(body)}`;
-        const before = count("campaigns");
+        const before = await count("campaigns");
         const res = await srv.api("/campaigns", { key, body });
         if (!check("POST /campaigns", where, res)) {
           checkPaths(where, res, ["audienceCondition", "segmentId", "audienceType", "scheduledFor"]);
-          if (count("campaigns") !== before) fail(where, res, "campaign written on refusal");
+          if (await count("campaigns") !== before) fail(where, res, "campaign written on refusal");
           return;
         }
         const id = res.body.data?.id ?? res.body.id;
@@ -480,11 +481,11 @@ test("campaigns: FILTERED audiences and odd scheduledFor on create, PUT and send
         const pw = `PUT /campaigns/${id} ${short({ audienceCondition: putCondition })} after ${where}`;
         if (!check("PUT /campaigns", pw, put)) checkPaths(pw, put, ["audienceCondition", "segmentId", "audienceType"]);
         const s2 = resolveSched(sendSched);
-        const jobs = count("jobs", "project_id = ?");
+        const jobs = await count("jobs", "project_id = ?");
         const send = await srv.api(`/campaigns/${id}/send`, { key, body: s2 === undefined ? {} : { scheduledFor: s2 } });
         const sw = `send ${short(s2)} ${pw}`;
         if (!check("send", sw, send)) {
-          if (count("jobs", "project_id = ?") !== jobs) fail(sw, send, "job enqueued by a refused send");
+          if (await count("jobs", "project_id = ?") !== jobs) fail(sw, send, "job enqueued by a refused send");
           const st = (await srv.api(`/campaigns/${id}`, { key })).body;
           const status = st.data?.status ?? st.status;
           if (status !== "DRAFT" && status !== "SCHEDULED") fail(sw, send, `status ${status} after a refused send`);
@@ -576,7 +577,7 @@ test("workflows: random steps, transitions and manual starts never 5xx, refusals
         for (const s of steps) {
           const body = { type: s.type, config: resolveConfig(s.config) };
           const where = `POST steps ${short(body)}`;
-          const before = count("workflow_steps", "workflow_id IN (SELECT id FROM workflows WHERE project_id = ?)");
+          const before = await count("workflow_steps", "workflow_id IN (SELECT id FROM workflows WHERE project_id = ?)");
           const r = await srv.api(`/workflows/${wid}/steps`, { key, body });
           if (check("POST steps", where, r)) {
             ids.push(r.body.id);
@@ -586,7 +587,7 @@ test("workflows: random steps, transitions and manual starts never 5xx, refusals
             check("PATCH step", `PATCH step ${where}`, other);
           } else {
             checkPaths(where, r, ["config", "type"]);
-            if (count("workflow_steps", "workflow_id IN (SELECT id FROM workflows WHERE project_id = ?)") !== before) fail(where, r, "step written on refusal");
+            if (await count("workflow_steps", "workflow_id IN (SELECT id FROM workflows WHERE project_id = ?)") !== before) fail(where, r, "step written on refusal");
           }
         }
         for (const [a, b, branch] of links) {
@@ -597,16 +598,16 @@ test("workflows: random steps, transitions and manual starts never 5xx, refusals
           const body: Record<string, unknown> = { fromStepId: ids[from], toStepId: ids[to] };
           if (br !== undefined) body.branch = br;
           const where = `POST transitions ${from}:${types[from]}->${to}:${types[to]} ${short(br)}`;
-          const before = count("workflow_transitions", "workflow_id IN (SELECT id FROM workflows WHERE project_id = ?)");
+          const before = await count("workflow_transitions", "workflow_id IN (SELECT id FROM workflows WHERE project_id = ?)");
           const r = await srv.api(`/workflows/${wid}/transitions`, { key, body });
-          if (!check("POST transitions", where, r) && count("workflow_transitions", "workflow_id IN (SELECT id FROM workflows WHERE project_id = ?)") !== before) fail(where, r, "transition written on refusal");
+          if (!check("POST transitions", where, r) && await count("workflow_transitions", "workflow_id IN (SELECT id FROM workflows WHERE project_id = ?)") !== before) fail(where, r, "transition written on refusal");
         }
         const en = await srv.api(`/workflows/${wid}`, { key, method: "PATCH", body: { enabled: true, triggerType: "MANUAL" } });
         check("enable", `enable ${short(types)}`, en);
         const startBody: Record<string, unknown> = { ...(resolveConfig(who) as object) };
         if (context !== undefined) startBody.context = context;
         const sw = `start ${short(startBody)} steps ${short(steps.map((s) => ({ type: s.type, config: resolveConfig(s.config) })))} links ${short(links)}`;
-        const beforeEx = count("workflow_executions", "workflow_id IN (SELECT id FROM workflows WHERE project_id = ?)");
+        const beforeEx = await count("workflow_executions", "workflow_id IN (SELECT id FROM workflows WHERE project_id = ?)");
         const ex = await srv.api(`/workflows/${wid}/executions`, { key, body: startBody });
         if (check("start", sw, ex)) {
           await srv.drainJobs();
@@ -624,7 +625,7 @@ test("workflows: random steps, transitions and manual starts never 5xx, refusals
           }
           const lst = await srv.api(`/workflows/${wid}/executions?status=FAILED`, { key });
           check("executions", `list ${sw}`, lst);
-        } else if (count("workflow_executions", "workflow_id IN (SELECT id FROM workflows WHERE project_id = ?)") !== beforeEx) fail(sw, ex, "execution written on refusal");
+        } else if (await count("workflow_executions", "workflow_id IN (SELECT id FROM workflows WHERE project_id = ?)") !== beforeEx) fail(sw, ex, "execution written on refusal");
         const detail = await srv.api(`/workflows/${wid}`, { key });
         check("GET workflow", `GET workflow ${sw}`, detail);
         await srv.api(`/workflows/${wid}/executions/cancel-all`, { key, method: "POST" });
@@ -663,7 +664,7 @@ test("contacts and /v1/track: odd data and event names never 5xx, a refused writ
       if (subscribed !== undefined) body.subscribed = subscribed;
       if (kind === "/v1/track") body.event = event;
       const where = `${kind} ${short(body)}`;
-      const before = [count("contacts"), count("events")];
+      const before = [await count("contacts"), await count("events")];
       const stored = JSON.stringify((await srv.api(`/contacts/${fx.contactId}`, { key })).body);
       const res =
         kind === "POST /contacts"
@@ -673,7 +674,7 @@ test("contacts and /v1/track: odd data and event names never 5xx, a refused writ
             : await srv.api(`/contacts/${fx.contactId}`, { key, method: "PATCH", body });
       if (!check(kind, where, res)) {
         await srv.drainJobs();
-        const after = [count("contacts"), count("events")];
+        const after = [await count("contacts"), await count("events")];
         if (JSON.stringify(after) !== JSON.stringify(before)) fail(where, res, `write on refusal ${before} -> ${after}`);
         if (kind === "PATCH /contacts/:id" && JSON.stringify((await srv.api(`/contacts/${fx.contactId}`, { key })).body) !== stored) fail(where, res, "contact changed by a refused PATCH");
       }
@@ -701,10 +702,10 @@ test("/v1/send: odd to/from/headers/data combinations never 5xx, a refused send 
       if (html !== "keep") body.body = html;
       for (const k of Object.keys(body)) if (body[k] === undefined) delete body[k];
       const where = `/v1/send ${short(body)}`;
-      const before = [count("contacts"), count("emails")];
+      const before = [await count("contacts"), await count("emails")];
       const res = await srv.api("/v1/send", { key, body });
       if (!check("/v1/send", where, res)) {
-        const after = [count("contacts"), count("emails")];
+        const after = [await count("contacts"), await count("emails")];
         if (JSON.stringify(after) !== JSON.stringify(before)) fail(where, res, `write on refusal ${before} -> ${after}`);
       }
     }),

@@ -92,20 +92,38 @@ function emailFilter(op: string, value: unknown): Frag {
   return FALSE;
 }
 
+/** Beyond every stored time (epoch ms): a bound past it is the same as this one. */
+const FAR = 1e16;
+
+/**
+ * `col <op> v` over an integer column (epoch ms) with an integer bound that selects the same rows:
+ * fractional, huge and infinite bounds (a condition's value x its unit) are what SQLite compares as
+ * reals and PostgreSQL refuses as bigint parameters.
+ */
+function intCmp(col: Frag, op: "=" | "<>" | ">=" | ">" | "<" | "<=", v: number): Frag {
+  if (op === "=" || op === "<>") {
+    if (Number.isInteger(v) && Math.abs(v) <= FAR) return q`${col} ${raw(op)} ${v}`;
+    return op === "=" ? FALSE : TRUE;
+  }
+  const clamped = Number.isNaN(v) ? 0 : Math.max(-FAR, Math.min(FAR, v));
+  const bound = op === ">=" || op === "<" ? Math.ceil(clamped) : Math.floor(clamped);
+  return q`${col} ${raw(op)} ${bound}`;
+}
+
 function timeFilter(column: "c.created_at" | "c.updated_at", op: string, value: unknown, unit: unknown, now: number): Frag {
   const col = raw(column);
-  if (op === "notEquals") return q`${col} <> ${instantOf(value)!}`;
+  if (op === "notEquals") return intCmp(col, "<>", instantOf(value)!);
   if (op === "within") {
     const span = spanOf(value, unit);
-    return q`(${col} >= ${now - span} AND ${col} <= ${now + span})`;
+    return q`(${intCmp(col, ">=", now - span)} AND ${intCmp(col, "<=", now + span)})`;
   }
-  if (op === "olderThan") return q`${col} < ${now - spanOf(value, unit)}`;
-  return q`${col} ${raw(SQL_OP[op]!)} ${instantOf(value)!}`;
+  if (op === "olderThan") return intCmp(col, "<", now - spanOf(value, unit));
+  return intCmp(col, SQL_OP[op] as ">=", instantOf(value)!);
 }
 
 /** Contacts with an event `name` (since `since` ms when given). */
 function eventSet(st: State, name: string, since: number | null): Frag {
-  const win = since === null ? raw("") : q` AND e.id >= ${uuidv7Floor(since)} AND e.created_at >= ${since}`;
+  const win = since === null ? raw("") : q` AND e.id >= ${uuidv7Floor(since)} AND ${intCmp(raw("e.created_at"), ">=", since)}`;
   if (st.ctx.shape === "row") return q`EXISTS (SELECT 1 FROM events e WHERE e.contact_id = c.id AND e.name = ${name}${win})`;
   return q`c.id IN (SELECT e.contact_id FROM events e WHERE e.project_id = ${st.ctx.projectId} AND e.name = ${name}${win})`;
 }

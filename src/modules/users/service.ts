@@ -1,3 +1,4 @@
+import { isUniqueViolation } from "../../db/errors";
 import { createHash, randomBytes } from "node:crypto";
 import { iso } from "../../clock";
 import type { AppContext } from "../../context";
@@ -48,7 +49,7 @@ export async function createUser(ctx: AppContext, input: { email: string; passwo
   try {
     await ctx.db.insertInto("users").values(user).execute();
   } catch (e) {
-    if (String(e).includes("UNIQUE")) throw conflict("An account with this email already exists");
+    if (isUniqueViolation(e)) throw conflict("An account with this email already exists");
     throw e;
   }
   return user;
