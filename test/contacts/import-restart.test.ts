@@ -1,4 +1,5 @@
 // Its own file: croner schedule names are process-global, so two servers must not run at once.
+import { rawGet } from "../../src/db/raw";
 import { expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { createAccount, startServer } from "../support/server";
@@ -33,12 +34,10 @@ test("an import interrupted by a shutdown resumes after restart: every row impor
     expect(done.result).toMatchObject({ total: ROWS, succeeded: ROWS, created: ROWS, updated: 0, failed: 0 });
     const page = await second.api("/contacts?limit=1", { key: acc.secretKey });
     expect(page.body.total).toBe(ROWS);
-    const row = second.ctx.store.sqlite
-      .query<{ n: number; d: number }, [string]>("SELECT count(*) AS n, count(DISTINCT email) AS d FROM contacts WHERE project_id = ?")
-      .get(acc.projectId)!;
+    const row = await rawGet(second.ctx.db, second.ctx.store.engine, "SELECT count(*) AS n, count(DISTINCT email) AS d FROM contacts WHERE project_id = ?", [acc.projectId]);
     expect(row).toEqual({ n: ROWS, d: ROWS });
     // The stored file is gone once the import completed.
-    expect(second.ctx.store.sqlite.query("SELECT count(*) AS n FROM contact_imports").get()).toEqual({ n: 0 });
+    expect(await rawGet(second.ctx.db, second.ctx.store.engine, "SELECT count(*) AS n FROM contact_imports")).toEqual({ n: 0 });
   } finally {
     await second.close();
     rmSync(first.dir, { recursive: true, force: true });
@@ -73,11 +72,12 @@ test("an import whose process is killed (kill -9) mid-way resumes on the next st
     const done = (await srv.api(`/contacts/import/${jobId}`, { key: acc.secretKey })).body;
     expect(done.state).toBe("completed");
     expect(done.result).toMatchObject({ total: ROWS, succeeded: ROWS, created: ROWS, updated: 0, failed: 0 });
-    const counts = srv.ctx.store.sqlite
-      .query<{ n: number; d: number; unsub: number }, [string]>(
-        "SELECT count(*) AS n, count(DISTINCT email) AS d, sum(subscribed = 0) AS unsub FROM contacts WHERE project_id = ?",
-      )
-      .get(acc.projectId)!;
+    const counts = await rawGet(
+      srv.ctx.db,
+      srv.ctx.store.engine,
+      "SELECT count(*) AS n, count(DISTINCT email) AS d, sum(CASE WHEN subscribed = 0 THEN 1 ELSE 0 END) AS unsub FROM contacts WHERE project_id = ?",
+      [acc.projectId],
+    );
     expect(counts).toEqual({ n: ROWS, d: ROWS, unsub: ROWS / 2 });
     expect((await srv.api("/contacts?subscribed=false&limit=1", { key: acc.secretKey })).body.total).toBe(ROWS / 2);
   } finally {

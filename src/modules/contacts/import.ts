@@ -158,7 +158,7 @@ interface Row {
   cells: string[];
 }
 
-async function applyRow(q: Q, now: number, projectId: string, cols: Columns, r: Row, cp: ImportCheckpoint, events: RecordedEvent[], written: string[] = []) {
+async function applyRow(guard: boolean, q: Q, now: number, projectId: string, cols: Columns, r: Row, cp: ImportCheckpoint, events: RecordedEvent[], written: string[] = []) {
   const fail = (email: string | null, error: string) => {
     cp.failed++;
     if (cp.errors.length < MAX_REPORTED_ERRORS) cp.errors.push({ row: r.row, email, error });
@@ -179,9 +179,10 @@ async function applyRow(q: Q, now: number, projectId: string, cols: Columns, r: 
     if (v !== undefined) data[key] = v.trim();
   }
   let res;
-  // A failing statement is rolled back on its own (SQLite) or to the row's savepoint (PostgreSQL,
-  // where an error aborts the whole transaction otherwise); the row is reported and the chunk goes on.
-  const pg = q.engine === "postgres";
+  // A failing statement is rolled back on its own (SQLite) or to the row's savepoint (PostgreSQL, where
+  // an error aborts the whole transaction; `guard`: the chunk's second try, after its fast one failed);
+  // the row is reported and the chunk goes on.
+  const pg = guard && q.engine === "postgres";
   try {
     if (pg) await q.run("SAVEPOINT import_row");
     res = await upsertContactRaw(q, now, { projectId, email: rawEmail, subscribed, defaultSubscribed: true, data, source: "import" });
@@ -194,6 +195,12 @@ async function applyRow(q: Q, now: number, projectId: string, cols: Columns, r: 
   else cp.updated++;
   events.push(...res.events);
   written.push(res.contact.id);
+}
+
+class Superseded extends Error {
+  constructor() {
+    super("This import run was superseded by another run of the same job");
+  }
 }
 
 export async function runImport(ctx: AppContext, job: JobRunContext<{ filename?: string }, ImportCheckpoint>): Promise<JobResult> {
@@ -236,9 +243,10 @@ export async function runImport(ctx: AppContext, job: JobRunContext<{ filename?:
     skipErrors = [];
     const now = ctx.clock.now();
     const expected = { rows: state.rows, skipped: state.skipped };
-    await atomic(ctx.db, ctx.store.engine, async (q) => {
+    const before = structuredClone(state);
+    const run = (guard: boolean) => atomic(ctx.db, ctx.store.engine, async (q) => {
         for (const r of rows) {
-          await applyRow(q, now, projectId, cols!, r, state, events, written);
+          await applyRow(guard, q, now, projectId, cols!, r, state, events, written);
           state.rows++;
         }
         for (const s of skips) {
@@ -255,9 +263,19 @@ export async function runImport(ctx: AppContext, job: JobRunContext<{ filename?:
         // top of the checkpoint this run continued from.
         const continued = (stored: ImportCheckpoint | null) => stored?.rows === expected.rows && stored?.skipped === expected.skipped;
         if (!(await job.saveWithin(q, final ? 100 : progressOf(state), state, continued))) {
-          throw new Error("This import run was superseded by another run of the same job");
+          throw new Superseded();
         }
     });
+    try {
+      await run(false);
+    } catch (e) {
+      // PostgreSQL: a row's failure aborted the chunk's fast transaction; the chunk again, one savepoint a row.
+      if (ctx.store.engine !== "postgres" || e instanceof Superseded) throw e;
+      Object.assign(state, structuredClone(before));
+      events.length = 0;
+      written.length = 0;
+      await run(true);
+    }
     await notifyEvents(ctx, events);
     await contactsChanged(ctx, projectId, written);
     if (!final) {
