@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { migrate } from "../../src/db/migrate";
-import { freePort } from "./lib";
+import { childEnv, engineEnv, freePort } from "./lib";
 
 const ROOT = join(import.meta.dir, "../..");
 const MAIN = join(ROOT, "src/main.ts");
@@ -15,10 +15,10 @@ export function tempDb(): { dir: string; db: string; cleanup(): void } {
   return { dir, db: join(dir, "bench.db"), cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** `mailsvc user create … --project` on the file: returns the project's id and keys. */
+/** `mailsvc user create … --project` on the file (BENCH_DATABASE_URL: on its PostgreSQL database, lib.ts engineEnv): returns the project's id and keys. */
 export async function createProject(db: string): Promise<{ id: string; public: string; secret: string }> {
   const p = Bun.spawn([process.execPath, MAIN, "user", "create", "--email", `bench${Date.now()}@example.com`, "--password", "benchmark-pass", "--project", "bench"], {
-    env: { ...process.env, MAILSVC_DB: db },
+    env: { ...childEnv(), ...(await engineEnv(db)) },
     stdout: "pipe",
     stderr: "pipe",
   });
@@ -36,7 +36,7 @@ export interface BenchServer {
   stop(): Promise<void>;
 }
 
-/** Runs `mailsvc serve` in a child process (its own thread and core), request logs off, rate limit lifted. */
+/** Runs `mailsvc serve` in a child process (its own thread and core), request logs off, rate limit lifted; on the file `db`, or (BENCH_DATABASE_URL) on the PostgreSQL database standing for it. */
 export async function startBenchServer(db: string, env: Record<string, string> = {}, opts: { cpu?: string } = {}): Promise<BenchServer> {
   // A port the kernel just handed out (a random one collided with other listeners on a shared machine).
   const port = await freePort();
@@ -46,8 +46,8 @@ export async function startBenchServer(db: string, env: Record<string, string> =
   const pin = opts.cpu ? ["taskset", "-c", opts.cpu] : [];
   const proc = Bun.spawn([...pin, process.execPath, ...prof, MAIN, "serve"], {
     env: {
-      ...process.env,
-      MAILSVC_DB: db,
+      ...childEnv(),
+      ...(await engineEnv(db)),
       MAILSVC_HOST: "127.0.0.1",
       MAILSVC_PORT: String(port),
       MAILSVC_LOG_REQUESTS: "false",

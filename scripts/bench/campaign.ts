@@ -6,7 +6,10 @@
 // child process). While the campaign runs, /v1/track latency is probed and the server's RSS sampled;
 // the fan-out time is read from the campaign row (sent_at -> fan-out done) through a read-only
 // SQLite connection (WAL: it never blocks the server).
-//   bun scripts/bench/campaign.ts [contacts=100000]
+//   bun scripts/bench/campaign.ts [contacts=100000]    (or BENCH_N=<contacts>)
+// BENCH_DATABASE_URL=postgres://… (an admin URL): the service runs on PostgreSQL, on a fresh database of
+// its own (lib.ts engineEnv), and the campaign row is read through pg; the /v1/send comparison
+// (send.ts) stays on SQLite: BENCH_SKIP_SEND=1 skips it.
 // Knobs: BENCH_SKIP_SEND=1 (no /v1/send comparison run), BENCH_SMOL=1 (the server runs with --smol), BENCH_PROFILE=<dir> / BENCH_HEAP_PROFILE=<dir> (server CPU / heap profile, markdown), BENCH_BIN=./mailsvc (the compiled binary; also passed to send.ts), BENCH_HTML=<bytes>, BENCH_DEADLINE_S=600 (stop
 // waiting for the delivery after that long and report the rate so far).
 import { Database } from "bun:sqlite";
@@ -19,9 +22,10 @@ import { SmtpClient } from "../../src/mail/smtp-client";
 import { composeAlternative, toWire } from "../../src/mail/compose";
 import { toSmtpData } from "../../src/mail/smtp-data";
 import { htmlToText } from "../../src/mail/html-text";
-import { fmt, freePort, ROOT, rssMb, rssParts, smapsTop, tempDir, threadCpu, threadCpuDelta, waitFor } from "./lib";
+import pg from "pg";
+import { benchAdminUrl, benchDatabaseUrl, childEnv, dropBenchDatabase, engineEnv, fmt, freePort, ROOT, rssMb, rssParts, smapsTop, tempDir, threadCpu, threadCpuDelta, waitFor } from "./lib";
 
-const N = Number(process.argv[2] ?? 100_000);
+const N = Number(process.argv[2] ?? process.env.BENCH_N ?? 100_000);
 const RCPT_DOMAIN = "bench-rcpt.test";
 const SENDER_DOMAIN = "bench-sender.test";
 
@@ -122,8 +126,8 @@ const svcCmd = process.env.BENCH_BIN
     ];
 const svcProc = Bun.spawn(svcCmd, {
   env: {
-    ...process.env,
-    MAILSVC_DB: dbPath,
+    ...childEnv(),
+    ...(await engineEnv(dbPath)),
     MAILSVC_HOST: "127.0.0.1",
     MAILSVC_PORT: String(svcPort),
     MAILSVC_LOG_REQUESTS: "false",
@@ -216,14 +220,23 @@ const t0 = Date.now();
 tStart = t0;
 const sent = await api(`/campaigns/${campaignId}/send`, { key, method: "POST" });
 if (sent.status !== 200) throw new Error(`send: ${sent.status} ${sent.text}`);
-const ro = new Database(dbPath, { readonly: true });
+// The campaign row: a read-only SQLite connection, or (PostgreSQL) one pg connection of its own.
+const ro = benchAdminUrl() ? null : new Database(dbPath, { readonly: true });
+const roPg = benchAdminUrl() ? new pg.Pool({ connectionString: await benchDatabaseUrl(dbPath), max: 1 }) : null;
+async function campaignRow<T>(columns: string): Promise<T | undefined> {
+  if (ro) return ro.query<T, [string]>(`SELECT ${columns} FROM campaigns WHERE id = ?`).get(campaignId) ?? undefined;
+  const r = await roPg!.query(`SELECT ${columns} FROM campaigns WHERE id = $1`, [campaignId]);
+  const row = r.rows[0];
+  // int8 arrives as text through a plain pg pool
+  return row ? (Object.fromEntries(Object.entries(row).map(([k, v]) => [k, typeof v === "string" && /^-?\d+$/.test(v) ? Number(v) : v])) as T) : undefined;
+}
 let fanoutMs = NaN;
 let stats = await sinkStats();
 const deadline = Date.now() + Number(process.env.BENCH_DEADLINE_S ?? 600) * 1000;
 while (Date.now() < deadline) {
   await Bun.sleep(200);
   if (Number.isNaN(fanoutMs)) {
-    const row = ro.query<{ fanout_done: number; sent_at: number; updated_at: number }, [string]>("SELECT fanout_done, sent_at, updated_at FROM campaigns WHERE id = ?").get(campaignId);
+    const row = await campaignRow<{ fanout_done: number; sent_at: number; updated_at: number }>("fanout_done, sent_at, updated_at");
     if (row?.fanout_done) fanoutMs = row.updated_at - row.sent_at;
   }
   stats = await sinkStats();
@@ -236,10 +249,11 @@ while (Date.now() < deadline) {
 }
 // The last outcomes commit just after the sink has the last message, and the SENT check runs in a short window
 // after them: wait (up to 10 s) for the campaign to leave SENDING before reading its status.
-const readStatus = () => ro.query<{ status: string; total_recipients: number }, [string]>("SELECT status, total_recipients FROM campaigns WHERE id = ?").get(campaignId);
-let status = readStatus();
-for (const until = Date.now() + 10_000; status?.status === "SENDING" && Date.now() < until; status = readStatus()) await Bun.sleep(100);
-ro.close();
+const readStatus = () => campaignRow<{ status: string; total_recipients: number }>("status, total_recipients");
+let status = await readStatus();
+for (const until = Date.now() + 10_000; status?.status === "SENDING" && Date.now() < until; status = await readStatus()) await Bun.sleep(100);
+ro?.close();
+await roPg?.end();
 running = false;
 await prober;
 clearInterval(rssTimer);
@@ -252,10 +266,12 @@ const pct = (p: number) => (latencies.length ? latencies[Math.min(latencies.leng
 
 svcProc.kill("SIGTERM");
 await svcProc.exited;
+await dropBenchDatabase(dbPath);
 sinkProc.kill();
 await dns.close();
 
 const ratio = rate / sendFigure;
+if (benchAdminUrl()) console.log(`engine: PostgreSQL (BENCH_DATABASE_URL; the /v1/send comparison runs on SQLite)`);
 console.log(`RSA-2048 sign, crypto.sign + KeyObject, 1 core      ${fmt(signRate)} /s          (ceiling)`);
 console.log(`RSA-2048 sign, crypto.subtle (Bun thread pool)      ${fmt(subtleRate)} /s          (ceiling of the engine's signer)`);
 console.log(`smtp-connection -> sink, 10 reused connections       ${fmt(smtpRate)} msg/s      (ceiling, ${(sample.length / 1024).toFixed(1)} KB message)`);

@@ -1,7 +1,9 @@
 // Shared pieces of the benchmarks: start processes, run autocannon (under node, on the other core), read RSS.
+import { createHash } from "node:crypto";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import pg from "pg";
 import { waitFor as poll } from "../../test/support/wait";
 
 export const ROOT = join(import.meta.dir, "../..");
@@ -15,6 +17,66 @@ export async function freePort(): Promise<number> {
 
 export function tempDir(prefix = "mailsvc-bench-"): string {
   return mkdtempSync(join(tmpdir(), prefix));
+}
+
+// ---- the engine: BENCH_DATABASE_URL=postgres://… (an admin URL: a role that may CREATE DATABASE) runs
+// the services on PostgreSQL, each on a fresh database of its own; unset, on the SQLite file as always.
+// (Read at each call: scripts/bench/engines.ts switches it between runs.)
+export const benchAdminUrl = (): string => process.env.BENCH_DATABASE_URL || "";
+
+function withDatabase(admin: string, name: string): string {
+  const u = new URL(admin);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+const pgDatabases = new Map<string, string>();
+const pgName = (path: string) => `bench_${process.pid}_${createHash("sha256").update(path).digest("hex").slice(0, 16)}`;
+
+/**
+ * The PostgreSQL database standing for the SQLite path a benchmark chose: created empty on the first
+ * call for that path (a CLI call and the `serve` after it share it), the same one afterwards.
+ */
+export async function benchDatabaseUrl(path: string, admin = benchAdminUrl()): Promise<string> {
+  const key = `${admin} ${path}`;
+  let url = pgDatabases.get(key);
+  if (url) return url;
+  const name = pgName(path);
+  const client = new pg.Client({ connectionString: admin });
+  await client.connect();
+  try {
+    await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+    await client.query(`CREATE DATABASE "${name}"`);
+  } finally {
+    await client.end();
+  }
+  url = withDatabase(admin, name);
+  pgDatabases.set(key, url);
+  return url;
+}
+
+/** Drops the database of that path (BENCH_DATABASE_URL set), closing its connections; a no-op on SQLite. */
+export async function dropBenchDatabase(path: string, admin = benchAdminUrl()): Promise<void> {
+  if (!admin || !pgDatabases.has(`${admin} ${path}`)) return;
+  const client = new pg.Client({ connectionString: admin });
+  await client.connect();
+  try {
+    await client.query(`DROP DATABASE IF EXISTS "${pgName(path)}" WITH (FORCE)`);
+  } finally {
+    await client.end();
+  }
+  pgDatabases.delete(`${admin} ${path}`);
+}
+
+/** The service's database settings for a SQLite path: that file, or (BENCH_DATABASE_URL) its own PostgreSQL database. */
+export async function engineEnv(path: string): Promise<Record<string, string>> {
+  return benchAdminUrl() ? { MAILSVC_DATABASE_URL: await benchDatabaseUrl(path) } : { MAILSVC_DB: path };
+}
+
+/** process.env for a service's child process: on PostgreSQL without an inherited MAILSVC_DB (the service refuses both). */
+export function childEnv(): Record<string, string | undefined> {
+  if (!benchAdminUrl()) return process.env;
+  const { MAILSVC_DB: _, ...rest } = process.env;
+  return rest;
 }
 
 export interface Proc {
@@ -36,8 +98,8 @@ export async function startMailsvc(env: Record<string, string> = {}): Promise<Pr
   const cmd = process.env.BENCH_BIN ? [join(ROOT, process.env.BENCH_BIN), "serve"] : [process.execPath, join(ROOT, "src/main.ts"), "serve"];
   const proc = Bun.spawn(cmd, {
     env: {
-      ...process.env,
-      MAILSVC_DB: join(dir, "bench.db"),
+      ...childEnv(),
+      ...(await engineEnv(join(dir, "bench.db"))),
       MAILSVC_HOST: "127.0.0.1",
       MAILSVC_PORT: String(port),
       MAILSVC_LOG_REQUESTS: "false",
@@ -50,7 +112,7 @@ export async function startMailsvc(env: Record<string, string> = {}): Promise<Pr
   });
   const url = `http://127.0.0.1:${port}`;
   await waitFor(url + "/config");
-  return { url, pid: proc.pid, kill: async () => { proc.kill("SIGTERM"); await proc.exited; } };
+  return { url, pid: proc.pid, kill: async () => { proc.kill("SIGTERM"); await proc.exited; await dropBenchDatabase(join(dir, "bench.db")); } };
 }
 
 /** Starts a child process running `code` (a script that listens on PORT). */
