@@ -111,6 +111,8 @@ for (const doc of documents()) {
           `\n--- server ---\n${ses.serverLog().slice(-2000)}`;
         if (!o.started.has(s.index)) throw new Error(`not reached: an earlier block of ${doc} failed${context()}`);
         if (!o.ended.has(s.index)) throw new Error(`the block failed (exit code ${ses.exitCode})${context()}`);
+        const printed = o.whole.get(s.index) ?? "";
+        if (/"success"\s*:\s*false/.test(printed)) throw new Error(`the block printed an error answer:\n${printed}${context()}`);
         s.checks.forEach((group, k) => {
           const segment = o.segments.get(`${s.index}:${k}`) ?? "";
           for (const e of group) {

@@ -8,6 +8,8 @@
 // - `# expect: <jq expression>` after a command: the last JSON value printed since the previous check (or since
 //   the block's start) must make the expression true (jq -e: not false, not null).
 //   `# expect-text: <text>`: that output contains the text.
+// - Whatever a block prints must not hold an error envelope (`"success": false`): an example that quietly
+//   answers an error fails too.
 // - `http://localhost:3000` in a snippet is the test server's address.
 
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
@@ -109,24 +111,30 @@ export function sessionScript(snippets: Snippet[], port: number): string {
 }
 
 /** The output between markers: per block, the text before each check point. */
-export function splitOutput(stdout: string): { started: Set<number>; ended: Set<number>; segments: Map<string, string> } {
+export function splitOutput(stdout: string): { started: Set<number>; ended: Set<number>; segments: Map<string, string>; whole: Map<number, string> } {
   const started = new Set<number>();
   const ended = new Set<number>();
   const segments = new Map<string, string>();
+  const whole = new Map<number, string>();
   let buf: string[] = [];
+  let current = 0;
   for (const line of stdout.split("\n")) {
     const m = /^@@(START|END|CHECK) (\d+)(?: (\d+))?@@$/.exec(line);
     if (!m) {
       buf.push(line);
+      if (current) whole.set(current, (whole.get(current) ?? "") + line + "\n");
       continue;
     }
     const n = Number(m[2]);
-    if (m[1] === "START") started.add(n);
+    if (m[1] === "START") {
+      started.add(n);
+      current = n;
+    }
     else if (m[1] === "END") ended.add(n);
     else segments.set(`${n}:${m[3]}`, buf.join("\n"));
     buf = [];
   }
-  return { started, ended, segments };
+  return { started, ended, segments, whole };
 }
 
 /** The last JSON value of a stream of JSON values (what `jq` would print last), or null. */
