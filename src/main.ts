@@ -59,7 +59,7 @@ async function serve(config: Config) {
 }
 
 function backup(config: Config, target: string | undefined) {
-  if (config.databaseUrl) fail("backup copies the SQLite file; on PostgreSQL use pg_dump (docs/operations.md \"Backups\"), e.g. pg_dump --format=custom --file mailsvc.dump \"$MAILSVC_DATABASE_URL\"", 2);
+  if (config.databaseUrl) fail("backup copies the SQLite file; on PostgreSQL use pg_dump (docs/operations.md \"Backups\" and \"PostgreSQL\"), e.g. pg_dump --format=custom --file mailsvc.dump \"$MAILSVC_DATABASE_URL\"", 2);
   if (!target) fail("usage: mailsvc backup <file>");
   const out = resolve(target);
   if (!existsSync(config.db)) fail(`database ${config.db} does not exist`);

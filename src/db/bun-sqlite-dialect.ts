@@ -13,7 +13,7 @@ import {
 
 /**
  * Kysely dialect over bun:sqlite that reuses prepared statements (db.query caches them),
- * unlike kysely-bun-sqlite which prepares on every call (~25% slower writes, see stack notes).
+ * unlike kysely-bun-sqlite which prepares on every call (~25% slower writes, docs/architecture.md "Data").
  * One connection guarded by a mutex: a transaction owns it until commit/rollback.
  */
 export class BunSqliteDialect implements Dialect {

@@ -227,7 +227,7 @@ export function checkCsrf(ctx: AppContext, request: Request) {
 }
 
 /**
- * README "Rate limit": one window per project, shared by all its keys and sessions. The auth plugin counts keyed
+ * docs/api.md "Conventions", Rate limit: one window per project, shared by all its keys and sessions. The auth plugin counts keyed
  * requests and sessions that send X-Project-Id; a member's session on a path that names the project itself
  * (`/domains…`, `/projects/:id/…`) is counted here, once the caller is known to be a member (a stranger's 404
  * spends nothing). Sets the RateLimit-* headers; over the limit, 429 with Retry-After.

@@ -93,7 +93,7 @@ const WITHDRAWN: AttemptResult = { kind: "cancelled", reply: "campaign cancelled
 const UNSUBSCRIBED: AttemptResult = { kind: "cancelled", reply: "recipient unsubscribed before this email was sent" };
 /** Simulated recipients that do something after their delivery (src/modules/sandbox). */
 const REACTING = new Set<string | null>(["complaint", "open", "click"]);
-/** Content types that only subscribed contacts receive (decisions.md "Templates, rendering, types"). */
+/** Content types that only subscribed contacts receive (docs/api.md "Campaigns": MARKETING and HEADLESS skip unsubscribed contacts). */
 const NEEDS_SUBSCRIPTION = new Set(["MARKETING", "HEADLESS"]);
 
 const GUARDS: { name: string; check: Guard }[] = [

@@ -1,7 +1,7 @@
 /**
  * The one template renderer, used wherever mail (or a webhook body) is built.
  *
- * Syntax (decisions.md "Templates, rendering, types"):
+ * Syntax (docs/api.md "Templates and rendering"):
  *   {{name}}  {{ data.plan }}  {{ order.items.0.sku }}  {{ data["first name"] }}
  *   {{ firstName ?? "there" }}  {{ nickname ?? firstName ?? 'friend' }}  {{ count ?? 0 }}
  *   {{{ rawHtml }}}            inserted without HTML-escaping

@@ -1,4 +1,4 @@
-// Sending reputation per project (decisions.md "/security"): bounce and complaint rates over the
+// Sending reputation per project (docs/api.md "Billing, uploads, project reset", **Security**): bounce and complaint rates over the
 // last 30 days. A project above 10% bounces or 0.5% complaints, with at least 100 sends in the
 // window, is disabled with reason EMAIL_REPUTATION (its API then answers 403 PROJECT_DISABLED).
 // The engine checks after hard bounces; the feedback loop can call enforceReputation after complaints.

@@ -1,4 +1,4 @@
-// The sandbox (decisions.md "Sandbox: try everything without DNS"). A sandbox project's mail takes
+// The sandbox (docs/sandbox.md). A sandbox project's mail takes
 // the real path (sender guard without the verified-domain rule, plan, build, DKIM with the domain's
 // key whatever its status, tracking) up to the one point where the outbox would hand the bytes to
 // an MX (outbox.ts `send`): there it is captured instead. The capture settles through the same

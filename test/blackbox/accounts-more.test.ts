@@ -1,7 +1,7 @@
 // Black-box, beyond users-projects/domains/auth-errors/rate-limit/operator: the session cookie and its lifetime,
 // cross-origin writes, the project object (webhookSecret), roles OWNER/ADMIN/MEMBER and the secret key as ADMIN,
 // setup-state, project reset, domain view details, the error envelope at the edge, /config, and the CLI.
-// Written from api-spec.md, decisions.md and the README's documented choices only.
+// Written from api-spec.md, decisions.md and the documented choices (README, docs/) only.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -1,7 +1,7 @@
 // Black-box: analytics, the /events and /activity read endpoints, billing (off, limits, consumption, caps), security,
 // uploads, outbound webhook endpoints, the API description and project reset. Written from api-spec.md,
 // decisions.md ("Billing, security, misc", "Outbound webhooks", "API description", "Contacts, data, import") and the
-// README's "API" sections; never from the code.
+// docs/api.md (the API guide); never from the code.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHmac } from "node:crypto";
 import { addVerifiedDomain } from "../domains/support";

@@ -2,7 +2,7 @@
 // scheduled (movable clock), cancel, audiences (ALL/TRANSACTIONAL/SEGMENT/FILTERED, suppression), rendering per type
 // (footer, List-Unsubscribe), /test, stats and counters, /emails?campaignId=, /activity/upcoming.
 // Written from api-spec.md ("Campaign", "Campaign status", "Campaigns (sk)"), decisions.md ("Campaigns", "Templates,
-// rendering, types", "Delivery, events, tracking") and the README's "API > Campaigns"; never from the code.
+// rendering, types", "Delivery, events, tracking") and docs/api.md "Campaigns"; never from the code.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { addVerifiedDomain } from "../domains/support";
 import type { TestDns } from "../support/dns";

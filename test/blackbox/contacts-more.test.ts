@@ -1,5 +1,5 @@
 // Black-box, second pass: contacts and events details the first pass (contacts.test.ts, track-events.test.ts)
-// leaves out. Written from api-spec.md, decisions.md and the README's "API" section only.
+// leaves out. Written from api-spec.md, decisions.md and the docs/api.md (the API guide) only.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
 import { waitFor } from "../support/wait";

@@ -3,7 +3,7 @@
 // at SMTP time and by DSN, ARF complaints, suppression, inbound mail) beyond what emails/tracking/inbound/activity/
 // relay/send/campaigns test already. Written from api-spec.md ("Events", "Errors", "Response shapes", "Pagination"),
 // decisions.md ("Delivery, events, tracking", "Beyond the spec", "Templates, rendering, types", "Contacts, data,
-// import") and the README's "API" section; never from the code.
+// import") and the docs/api.md (the API guide); never from the code.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { addVerifiedDomain } from "../domains/support";
 import type { TestDns } from "../support/dns";

@@ -1,6 +1,6 @@
 // Black-box, second pass over the public API (/v1/send, /v1/track, /v1/verify, Idempotency-Key) and templates
 // (validation, syntax, duplicate, usage, list filters, rendering rules): what the other black-box files leave out.
-// Written from api-spec.md, decisions.md and the README's "API" section only.
+// Written from api-spec.md, decisions.md and the docs/api.md (the API guide) only.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { addVerifiedDomain } from "../domains/support";
 import type { TestDns } from "../support/dns";

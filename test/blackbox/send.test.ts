@@ -235,7 +235,7 @@ describe("POST /v1/send: Idempotency-Key", () => {
   });
 
   test("keys longer than 255 characters or with non-printable characters are refused", async () => {
-    // README "API": a key that is not 1-255 printable ASCII characters is 422 VALIDATION_ERROR.
+    // docs/api.md "Conventions": a key that is not 1-255 printable ASCII characters is 422 VALIDATION_ERROR.
     expectEnvelope(await send(basic(rcpt()), { headers: { "idempotency-key": "k".repeat(256) } }), 422, "VALIDATION_ERROR");
     expectEnvelope(await send(basic(rcpt()), { headers: { "idempotency-key": "tab\there" } }), 422, "VALIDATION_ERROR");
   });

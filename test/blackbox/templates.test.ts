@@ -32,7 +32,7 @@ describe("POST /templates", () => {
   test("creates with every field; the resource comes back directly (no wrapper) with all Template fields", async () => {
     const createdFrom = srv.clock.now();
     const res = await create({ ...base, description: "internal", fromName: "The Team", replyTo: "support@elsewhere.example", type: "TRANSACTIONAL" });
-    expect(res.status).toBe(201); // README "API": creating resources answers 201
+    expect(res.status).toBe(201); // docs/api.md "Conventions": creating resources answers 201
     expect(res.body.success).toBeUndefined();
     for (const k of TEMPLATE_KEYS) expect(res.body).toHaveProperty(k);
     expect(res.body).toMatchObject({

@@ -136,7 +136,7 @@ describe("projects", () => {
     const cookie = main.cookie;
     const createdFrom = srv.clock.now();
     const res = await srv.api("/users/@me/projects", { cookie, body: { name: "Shop" } });
-    expect(res.status).toBe(201); // README "API": creating resources answers 201
+    expect(res.status).toBe(201); // docs/api.md "Conventions": creating resources answers 201
     for (const k of PROJECT_KEYS) expect(res.body).toHaveProperty(k);
     expect(res.body.name).toBe("Shop");
     expect(res.body.public).toMatch(/^pk_/);

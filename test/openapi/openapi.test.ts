@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, setDefaultTimeout, expect, test } from "bun:test";
 import { Validator } from "@seriousme/openapi-schema-validator";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ROUTE_DOCS } from "../../src/http/openapi-docs";
 import { startServer, type TestServer } from "../support/server";
@@ -90,8 +90,11 @@ test("auth schemes, parameters, bodies, success and error responses are describe
   expect(doc.paths["/contacts/import"].post.requestBody.content["multipart/form-data"]).toBeDefined();
 });
 
-test("the README's curl examples name documented operations", () => {
-  const readme = readFileSync(join(import.meta.dir, "../../README.md"), "utf8");
+test("the curl examples of the README and docs/*.md name documented operations", () => {
+  const root = join(import.meta.dir, "../..");
+  const readme = ["README.md", ...readdirSync(join(root, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)]
+    .map((f) => readFileSync(join(root, f), "utf8"))
+    .join("\n");
   const commands = readme.replace(/\\\n/g, " ").match(/curl [^\n`]*/g) ?? [];
   expect(commands.length).toBeGreaterThan(3);
   const ops = Object.entries(doc.paths).flatMap(([p, item]) =>

@@ -1,6 +1,6 @@
 /**
  * The condition tree of segments, campaign audiences (FILTERED) and workflow CONDITION steps, and the
- * vocabulary of decisions.md "Segments and conditions": operators, units and field forms.
+ * vocabulary of docs/api.md "Segments and conditions": operators, units and field forms.
  */
 export type ConditionTree = { logic: "AND" | "OR"; groups: ConditionGroup[] };
 export type ConditionGroup = { filters: ConditionFilter[]; conditions?: ConditionTree };

@@ -1,7 +1,7 @@
 /**
  * Expression indexes for the data fields segments test with `equals`: a count over a million contacts
  * on `json_extract(data, '$."plan"') = ?` reads the index instead of parsing every row's JSON
- * (~8 ms instead of ~300 ms per field, docs/stack-notes). The compiler writes exactly this expression
+ * (~8 ms instead of ~300 ms per field, docs/api.md "Segments and conditions", Speed). The compiler writes exactly this expression
  * (dialect.ts jsonValue). A group ANDing equalities on several fields gets ONE composite index
  * (project_id, field a, field b[, field c]): SQLite uses a single index per table, so with one index
  * per field it would still read (and JSON-parse) every row the most selective one finds, while the

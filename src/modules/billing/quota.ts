@@ -1,5 +1,5 @@
 /**
- * Monthly caps per category (decisions.md "Billing, security, misc"): the check and the count are
+ * Monthly caps per category (docs/api.md "Billing, uploads, project reset", **Caps**): the check and the count are
  * ONE statement sequence inside the caller's transaction, so two concurrent sends can never pass a
  * cap together (every write runs on the one connection, serialized by the store's lock).
  *

@@ -1,4 +1,4 @@
-/** Job status of imports and bulk operations: `{ id, type, state, progress, result }` (decisions.md). */
+/** Job status of imports and bulk operations: `{ id, type, state, progress, result }` (docs/api.md "Contacts and events", Job status). */
 import type { Selectable } from "kysely";
 import { iso } from "../../clock";
 import type { AppContext } from "../../context";

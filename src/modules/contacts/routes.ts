@@ -100,7 +100,7 @@ export function contactRoutes(ctx: AppContext) {
     .post(
       "/contacts/lookup",
       ({ auth, body }) => svc.lookup(ctx, auth.projectId, body.emails),
-      // Any string: one that cannot be an address (too long included) is simply not found (README).
+      // Any string: one that cannot be an address (too long included) is simply not found (docs/api.md "Contacts and events").
       { auth: "secret", body: t.Object({ emails: t.Array(t.String(), { maxItems: 500 }) }) },
     )
     .get("/contacts/fields", ({ auth }) => svc.listFields(ctx, auth.projectId), { auth: "secret" })

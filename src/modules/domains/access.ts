@@ -4,7 +4,7 @@ import { notFound } from "../../http/errors";
 
 /**
  * Domain endpoints accept the project's secret key or a session of one of its members
- * (decisions.md "Authentication"). Anything else is 404, so other tenants' ids do not leak.
+ * (docs/api.md "Conventions": another project's resources answer 404). Anything else is 404, so other tenants' ids do not leak.
  */
 export async function assertProjectAccess(
   ctx: AppContext,

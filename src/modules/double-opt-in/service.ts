@@ -1,5 +1,5 @@
 /**
- * Double opt-in (decisions.md): with the project setting on, a subscribe through the public key
+ * Double opt-in (docs/api.md "Double opt-in"): with the project setting on, a subscribe through the public key
  * (/v1/track) does not subscribe the contact. It stays `subscribed: false` with
  * `pendingConfirmation: true` and gets a confirmation email (the chosen template with `{{confirmUrl}}`,
  * or a plain default), at most one per 10 minutes. The link (signed, single use, 7 days) subscribes

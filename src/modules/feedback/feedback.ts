@@ -33,7 +33,7 @@ async function loadEmail(trx: Transaction<DB>, emailId: string, projectIds?: str
   return q.executeTakeFirst();
 }
 
-// Sending reputation (decisions.md "/security"): complaints only ever arrive here, async bounces
+// Sending reputation (docs/api.md "Billing, uploads, project reset", **Security**): complaints only ever arrive here, async bounces
 // too; both re-check the project through the engine's throttled check (recheckReputation).
 
 export interface BounceReport {

@@ -5,7 +5,7 @@
 import type { Kysely } from "kysely";
 import { atomic } from "../../db/raw";
 
-/** What a reset keeps (decisions.md): the project, its keys (on the project row), members, domains, billing. */
+/** What a reset keeps (docs/api.md "Billing, uploads, project reset", **Reset**): the project, its keys (on the project row), members, domains, billing. */
 export const KEPT_TABLES = new Set([
   "projects",
   "project_members",

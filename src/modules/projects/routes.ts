@@ -18,7 +18,7 @@ async function callerRole(ctx: AppContext, auth: AuthInfo, projectId: string, he
   return role;
 }
 
-/** decisions.md "/security": rates in percent (0-100) over the last 30 days, the suspension state. */
+/** docs/api.md "Billing, uploads, project reset", **Security**: rates in percent (0-100) over the last 30 days, the suspension state. */
 async function security(ctx: AppContext, projectId: string) {
   const p = await svc.suspensionState(ctx, projectId);
   const r = (ctx.hooks.security ? await ctx.hooks.security(ctx, projectId) : {}) as Record<string, unknown>;

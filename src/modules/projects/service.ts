@@ -48,7 +48,7 @@ export async function createProject(ctx: AppContext, ownerId: string, name: stri
     webhook_secret: newWebhookSecret(),
     disabled: 0,
     disabled_reason: null,
-    tracking: "MARKETING_ONLY", // decisions.md: new projects track marketing mail only; existing ones keep their mode
+    tracking: "MARKETING_ONLY", // docs/deliverability.md "what a fresh install must get right": new projects track marketing mail only; existing ones keep their mode
     sandbox: opts.sandbox ? 1 : 0,
     double_opt_in: 0,
     double_opt_in_template_id: null,

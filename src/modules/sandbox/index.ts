@@ -1,4 +1,4 @@
-// The sandbox's simulated recipients that react after a delivery (decisions.md "Sandbox"):
+// The sandbox's simulated recipients that react after a delivery (docs/sandbox.md "Simulated recipients"):
 // `complaint@…` complains with an ARF report, `open@…` opens, `click@…` clicks. Each acts the way a
 // real recipient's mailbox would reach us, through the feedback loop's own entry points:
 // - the complaint is an ARF message to the email's VERP Return-Path, routed and handled by the

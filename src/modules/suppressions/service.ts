@@ -1,5 +1,5 @@
 /**
- * The suppression list as users manage it (decisions.md "Suppressions"): list and filter, add a
+ * The suppression list as users manage it (docs/api.md "Suppressions"): list and filter, add a
  * MANUAL entry, lift one, import a CSV of addresses. Bounces and complaints add theirs through
  * mail/suppressions.ts; every addition and lift is announced to outbound webhooks
  * (`suppression.created` / `suppression.deleted`) in the transaction that makes it.
