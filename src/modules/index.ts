@@ -16,6 +16,7 @@ import { deliveryModule } from "./delivery";
 import { systemRoutes } from "./system/routes";
 import { templatesModule } from "./templates";
 import { feedbackModule } from "./feedback";
+import { submissionModule } from "./submission";
 import { uploadsModule } from "./uploads";
 import { userRoutes } from "./users/routes";
 import { verifyModule } from "./verify";
@@ -39,6 +40,7 @@ export const MODULES: ModuleDef[] = [
   deliveryModule,
   campaignsModule,
   feedbackModule,
+  submissionModule,
   emailsModule,
   activityModule,
   analyticsModule,
