@@ -126,6 +126,15 @@ describe("a message through nodemailer's SMTP transport", () => {
       await env.srv.api(`/users/@me/projects/${env.acct.projectId}`, { method: "PATCH", cookie: env.acct.cookie, body: { tracking: "MARKETING_ONLY" } });
     }
   });
+
+  test("the implicit-TLS port with AUTH LOGIN (WordPress/Ghost-style settings: port 465, SSL)", async () => {
+    const t = transport(env, env.acct.secretKey, { implicitTls: true, authMethod: "LOGIN" });
+    const info = await t.sendMail({ from, to: `tls@${RCPT}`, subject: "Over TLS", html: "<p>secure</p>" });
+    t.close();
+    expect(info.response).toMatch(/^250 2\.0\.0 Ok: queued as [0-9a-f-]{36}$/);
+    const m = await lastMessageFor(env, `tls@${RCPT}`);
+    expect(String((await m.parse()).html).trim()).toBe("<p>secure</p>");
+  });
 });
 
 describe("refusals", () => {

@@ -13,7 +13,9 @@ import { sendEnv } from "../send/support";
 export const SERVER_NAME = "mailsvc.test";
 
 export interface SubmissionEnv extends DeliveryEnv {
+  /** STARTTLS (587-style) and implicit TLS (465-style) ports. */
   port: number;
+  tlsPort: number;
   ca: TestCa;
 }
 
@@ -21,19 +23,21 @@ export async function submissionEnv(config: Partial<Config> = {}): Promise<Submi
   const ca = makeCa();
   const cert = ca.issue([SERVER_NAME]);
   const port = await freeTcpPort();
-  const env = await sendEnv({ config: { submissionPort: port, tlsCert: cert.certFile, tlsKey: cert.keyFile, ...config } });
-  return { ...env, port, ca };
+  const tlsPort = await freeTcpPort();
+  const env = await sendEnv({ config: { submissionPort: port, submissionTlsPort: tlsPort, tlsCert: cert.certFile, tlsKey: cert.keyFile, ...config } });
+  return { ...env, port, tlsPort, ca };
 }
 
 /** nodemailer's SMTP transport as an app configures it: STARTTLS required, the CA trusted, the secret key as the password. */
-export function transport(env: SubmissionEnv, key: string, opts: { host?: string; requireTLS?: boolean } = {}) {
+export function transport(env: SubmissionEnv, key: string, opts: { host?: string; requireTLS?: boolean; implicitTls?: boolean; authMethod?: "PLAIN" | "LOGIN" } = {}) {
   return nodemailer.createTransport({
     host: opts.host ?? "127.0.0.1",
-    port: env.port,
-    secure: false,
-    requireTLS: opts.requireTLS ?? true,
+    port: opts.implicitTls ? env.tlsPort : env.port,
+    secure: !!opts.implicitTls,
+    requireTLS: !opts.implicitTls && (opts.requireTLS ?? true),
     ignoreTLS: opts.requireTLS === false,
     auth: { user: "app", pass: key },
+    ...(opts.authMethod ? { authMethod: opts.authMethod } : {}),
     tls: { ca: env.ca.caPem, servername: SERVER_NAME },
     connectionTimeout: 5000,
     socketTimeout: 20_000,
