@@ -24,7 +24,7 @@ export function submissionPorts(ctx: AppContext): { starttls: number; tls: numbe
 
 /** One submitted message: one TRANSACTIONAL email per recipient through the send service, committed before the 250. */
 export async function submit(ctx: AppContext, msg: SubmittedMessage<SubmissionUser>): Promise<string> {
-  const { input, options } = await toSendInput(msg.raw, msg);
+  const { input, options } = toSendInput(msg.raw, msg);
   try {
     const r = await send(ctx, msg.user.projectId, input, options);
     const first = r.emails[0]?.email ?? "";

@@ -3,11 +3,11 @@
 // Cc (shown to every recipient) and the sender's own headers are kept; Bcc, Received, the MIME
 // structure and everything else the engine writes itself are not. The content is not a template:
 // "{{" is sent as written (literalSource).
-import { simpleParser, type AddressObject, type Attachment, type ParsedMail } from "mailparser";
 import { checkCustomHeaders, MAX_CUSTOM_HEADERS } from "../../mail/custom-headers";
 import { escapeHtml, literalSource } from "../../mail/render";
 import { MAX_ATTACHMENTS } from "../send/schemas";
 import type { Mailbox, SendInput, SendOptions } from "../send/service";
+import { parseMessage, type MailboxAddress, type MimeAttachment, type ParsedMessage } from "./mime";
 import { smtpError } from "./replies";
 
 export interface Submitted {
@@ -20,15 +20,9 @@ const TRANSPORT_HEADERS = new Set(["x-original-to", "envelope-to", "x-envelope-f
 
 const CONTENT_TYPE = /^[A-Za-z0-9!#$&^_.+-]+\/[A-Za-z0-9!#$&^_.+-]+$/;
 
-export async function toSendInput(raw: Buffer, envelope: { mailFrom: string; rcptTo: string[] }): Promise<Submitted> {
-  const mail = await simpleParser(raw, {
-    // What the engine does itself, or never needs: text from HTML, HTML from text, data: URIs for cid: images.
-    skipHtmlToText: true,
-    skipTextToHtml: true,
-    skipImageLinks: true,
-    keepCidLinks: true,
-  });
-
+/** Synchronous on purpose (mime.ts): the client is waiting for its 250. */
+export function toSendInput(raw: Buffer, envelope: { mailFrom: string; rcptTo: string[] }): Submitted {
+  const mail = parseMessage(raw);
   const names = displayNames(mail.to, mail.cc);
   const seen = new Set<string>();
   const to: Mailbox[] = [];
@@ -39,14 +33,14 @@ export async function toSendInput(raw: Buffer, envelope: { mailFrom: string; rcp
     to.push({ email, name: names.get(email) || null });
   }
 
-  const fromBox = addresses(mail.from)[0];
+  const fromBox = mail.from[0];
   const from = fromBox?.address ? { email: fromBox.address, name: fromBox.name || null } : envelope.mailFrom ? { email: envelope.mailFrom, name: null } : null;
   if (!from) throw smtpError(550, "5.1.7 The message has no From address");
 
-  const html = typeof mail.html === "string" ? mail.html : null;
-  const text = typeof mail.text === "string" && mail.text.trim() !== "" ? mail.text : null;
+  const html = mail.html;
+  const text = mail.text !== null && mail.text.trim() !== "" ? mail.text : null;
 
-  const attachments = mail.attachments ?? [];
+  const attachments = mail.attachments;
   if (attachments.length > MAX_ATTACHMENTS) throw smtpError(552, `5.3.4 At most ${MAX_ATTACHMENTS} attachments per message (this one has ${attachments.length})`);
 
   const input: SendInput = {
@@ -57,29 +51,23 @@ export async function toSendInput(raw: Buffer, envelope: { mailFrom: string; rcp
     headers: customHeaders(mail),
     attachments: attachments.map(attachmentInput),
   };
-  const reply = addresses(mail.replyTo)[0]?.address;
+  const reply = mail.replyTo[0]?.address;
   if (reply) input.reply = reply;
   const cc = rawHeader(mail, "cc");
   return { input, options: { sourceType: "SMTP", text: text !== null ? literalSource(text) : html === null ? "" : null, cc: cc || null } };
 }
 
-function addresses(a: AddressObject | AddressObject[] | undefined): { address?: string; name: string }[] {
-  const list = a === undefined ? [] : Array.isArray(a) ? a : [a];
-  // Groups ("undisclosed-recipients:;" or "team: a@x, b@y;") nest their members.
-  return list.flatMap((o) => o.value.flatMap((v) => (v.group ? v.group : [v])));
-}
-
 /** Recipient -> display name, from the To and Cc headers (the envelope has addresses only). */
-function displayNames(...lists: (AddressObject | AddressObject[] | undefined)[]): Map<string, string> {
+function displayNames(...lists: MailboxAddress[][]): Map<string, string> {
   const out = new Map<string, string>();
-  for (const l of lists) for (const a of addresses(l)) if (a.address && a.name) out.set(a.address.toLowerCase(), headerText(a.name).slice(0, 200));
+  for (const l of lists) for (const a of l) if (a.address && a.name) out.set(a.address.toLowerCase(), headerText(a.name).slice(0, 200));
   return out;
 }
 
 const headerText = (s: string) => s.replace(/[\x00-\x1f\x7f]+/g, " ").trim();
 
 /** A header's value as the client wrote it (encoded words kept), unfolded to one line; "" when absent. */
-function rawHeader(mail: ParsedMail, key: string): string {
+function rawHeader(mail: ParsedMessage, key: string): string {
   const line = mail.headerLines.find((h) => h.key === key)?.line;
   return line ? unfold(line.slice(line.indexOf(":") + 1)) : "";
 }
@@ -91,7 +79,7 @@ const unfold = (v: string) => v.replace(/\r?\n(?=[ \t])/g, "").replace(/[\r\n]/g
  * name that custom-headers.ts accepts (reserved ones such as Bcc, Received, Content-* are left out),
  * at most MAX_CUSTOM_HEADERS.
  */
-function customHeaders(mail: ParsedMail): Record<string, string> {
+function customHeaders(mail: ParsedMessage): Record<string, string> {
   const out: Record<string, string> = {};
   const taken = new Set<string>();
   for (const { key, line } of mail.headerLines) {
@@ -119,7 +107,7 @@ function textToHtml(text: string): string {
   return `<div style="white-space:pre-wrap">${out + escapeHtml(text.slice(last))}</div>`;
 }
 
-function attachmentInput(a: Attachment, i: number): NonNullable<SendInput["attachments"]>[number] {
+function attachmentInput(a: MimeAttachment, i: number): NonNullable<SendInput["attachments"]>[number] {
   const cid = a.cid && !/[\r\n<>]/.test(a.cid) ? a.cid.slice(0, 255) : null;
   const filename = headerText(a.filename ?? "").slice(0, 255) || `attachment-${i + 1}`;
   return {
@@ -127,6 +115,6 @@ function attachmentInput(a: Attachment, i: number): NonNullable<SendInput["attac
     content: a.content.toString("base64"),
     contentType: CONTENT_TYPE.test(a.contentType) ? a.contentType : "application/octet-stream",
     contentId: cid,
-    disposition: a.contentDisposition === "inline" && cid ? "inline" : "attachment",
+    disposition: a.disposition === "inline" && cid ? "inline" : "attachment",
   };
 }
