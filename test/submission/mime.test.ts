@@ -11,7 +11,7 @@ const flat = (a: AddressObject | AddressObject[] | undefined) =>
   (a === undefined ? [] : Array.isArray(a) ? a : [a]).flatMap((o) => o.value.flatMap((v) => (v.group ? v.group : [v]))).map((v) => ({ name: v.name, address: v.address }));
 
 /** What both readers must agree on. */
-async function reference(raw: Buffer) {
+async function reference(raw: Buffer): Promise<unknown> {
   const m = await simpleParser(raw, { skipHtmlToText: true, skipTextToHtml: true, skipImageLinks: true, keepCidLinks: true });
   return {
     subject: m.subject ?? null,
