@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { checkSubmission } from "../../src/doctor";
 import { isLoopback } from "../../src/modules/submission/auth";
 import { MAX_MESSAGE_BYTES } from "../../src/modules/send/service";
 import { addVerifiedDomain } from "../domains/support";
@@ -261,6 +262,16 @@ describe("AUTH", () => {
     expect(await later.login("app", env.acct.secretKey)).toBeNull();
     later.close();
   });
+});
+
+test("doctor: submission with a certificate is ok; without one only loopback clients can log in (warn), and the TLS port cannot run (fail)", () => {
+  const c = env.srv.ctx.config;
+  expect(checkSubmission(c)).toEqual({ name: "SMTP submission", status: "ok", detail: `port ${env.port} (STARTTLS) and ${env.tlsPort} (TLS), certificate ${c.tlsCert}` });
+  const bare = { ...c, tlsCert: undefined, tlsKey: undefined, inboundTlsCert: undefined, inboundTlsKey: undefined };
+  expect(checkSubmission({ ...bare, submissionTlsPort: 0 })).toMatchObject({ status: "warn", detail: "no certificate: only programs on this machine (loopback) can authenticate" });
+  expect(checkSubmission(bare)?.status).toBe("fail");
+  expect(checkSubmission({ ...c, tlsKey: "/nonexistent/key.pem" })).toMatchObject({ status: "fail", detail: "certificate files not found: /nonexistent/key.pem" });
+  expect(checkSubmission({ ...c, submissionPort: 0, submissionTlsPort: 0 })).toBeNull();
 });
 
 describe("durability", () => {
