@@ -24,15 +24,21 @@ export function submissionPorts(ctx: AppContext): { starttls: number; tls: numbe
 
 /** One submitted message: one TRANSACTIONAL email per recipient through the send service, committed before the 250. */
 export async function submit(ctx: AppContext, msg: SubmittedMessage<SubmissionUser>): Promise<string> {
-  const { input, options } = toSendInput(msg.raw, msg);
+  const t0 = performance.now();
+  // One line per message, like the HTTP request log: "SMTP <client> <code> <ms> <project> <recipients>".
+  const logLine = (code: number) => {
+    if (ctx.config.logRequests) ctx.log.line(`SMTP ${msg.remoteAddress} ${code} ${(performance.now() - t0).toFixed(1)}ms ${msg.user.projectId} ${msg.rcptTo.length} rcpt`);
+  };
   try {
+    const { input, options } = toSendInput(msg.raw, msg);
     const r = await send(ctx, msg.user.projectId, input, options);
+    logLine(250);
     const first = r.emails[0]?.email ?? "";
     return `2.0.0 Ok: queued as ${first}${r.emails.length > 1 ? ` and ${r.emails.length - 1} more` : ""}`;
   } catch (e) {
     const reply = replyFor(e);
-    if (reply) throw reply;
-    throw e;
+    logLine(reply?.responseCode ?? 451);
+    throw reply ?? e;
   }
 }
 
