@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { checkSubmission } from "../../src/doctor";
-import { isLoopback } from "../../src/modules/submission/auth";
+import { authenticate, isLoopback } from "../../src/modules/submission/auth";
 import { MAX_MESSAGE_BYTES } from "../../src/modules/send/service";
 import { addVerifiedDomain } from "../domains/support";
 import { hrefs, imgs, rawHeader } from "../blackbox/support";
@@ -217,6 +217,19 @@ describe("AUTH", () => {
   test("isLoopback: 127/8, ::1 and IPv4-mapped loopback only", () => {
     for (const a of ["127.0.0.1", "127.1.2.3", "::1", "0:0:0:0:0:0:0:1", "::ffff:127.0.0.1", "::ffff:7f00:2", "[::1]"]) expect([a, isLoopback(a)]).toEqual([a, true]);
     for (const a of ["192.0.2.2", "10.0.0.1", "128.0.0.1", "::", "::2", "::ffff:192.0.2.2", "fe80::1", "1.127.0.0", "127.0.0.256", "", "localhost"]) expect([a, isLoopback(a)]).toEqual([a, false]);
+  });
+
+  test("the AUTH decision: not over TLS from elsewhere is 530 (naming STARTTLS only when it is offered); over TLS or from loopback the key decides", async () => {
+    const ctx = env.srv.ctx;
+    const key = env.acct.secretKey;
+    const refusal = (p: Promise<unknown>) => p.then(() => null, (e) => ({ code: e.responseCode, text: e.message }));
+    expect(await refusal(authenticate(ctx, { password: key, remoteAddress: "192.0.2.9", secure: false, tlsOffered: true }))).toEqual({ code: 530, text: "5.7.0 Must issue a STARTTLS command first: AUTH is accepted over TLS only" });
+    expect(await refusal(authenticate(ctx, { password: key, remoteAddress: "2001:db8::9", secure: false, tlsOffered: false }))).toEqual({
+      code: 530,
+      text: "5.7.0 AUTH needs TLS and this server has no certificate (MAILSVC_TLS_CERT): only local clients may log in",
+    });
+    expect(await authenticate(ctx, { password: key, remoteAddress: "192.0.2.9", secure: true, tlsOffered: true })).toEqual({ projectId: env.acct.projectId, key });
+    expect(await authenticate(ctx, { password: key, remoteAddress: "::ffff:127.0.0.1", secure: false, tlsOffered: false })).toEqual({ projectId: env.acct.projectId, key });
   });
 
   test("from loopback without TLS, AUTH is accepted and mail goes out", async () => {

@@ -33,8 +33,10 @@ export interface SubmissionUser {
 }
 
 /** The project of a secret key given as the AUTH password, or an SMTP refusal (530, 454, 535). */
-export async function authenticate(ctx: AppContext, a: { password: string; remoteAddress: string; secure: boolean }): Promise<SubmissionUser> {
-  if (!a.secure && !isLoopback(a.remoteAddress)) throw smtpError(530, "5.7.0 Must issue a STARTTLS command first: AUTH is accepted over TLS only");
+export async function authenticate(ctx: AppContext, a: { password: string; remoteAddress: string; secure: boolean; tlsOffered: boolean }): Promise<SubmissionUser> {
+  if (!a.secure && !isLoopback(a.remoteAddress)) {
+    throw smtpError(530, a.tlsOffered ? "5.7.0 Must issue a STARTTLS command first: AUTH is accepted over TLS only" : "5.7.0 AUTH needs TLS and this server has no certificate (MAILSVC_TLS_CERT): only local clients may log in");
+  }
   const throttle = loginThrottle(ctx);
   const who = `smtp:${a.remoteAddress}`;
   const wait = throttle.blockedFor(who);

@@ -60,7 +60,7 @@ export const submissionModule: ModuleDef = {
       maxBytes: MAX_MESSAGE_BYTES,
       maxRecipients: MAX_SUBMISSION_RECIPIENTS,
       log: ctx.log,
-      authenticate: (a: { password: string; remoteAddress: string; secure: boolean }) => authenticate(ctx, a),
+      authenticate: (a: { password: string; remoteAddress: string; secure: boolean; tlsOffered: boolean }) => authenticate(ctx, a),
       mailFrom: (user: SubmissionUser) => checkSender(ctx, user),
       submit: (msg: SubmittedMessage<SubmissionUser>) => submit(ctx, msg),
     };

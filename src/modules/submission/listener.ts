@@ -28,7 +28,8 @@ export interface SubmissionListenerOptions<U> {
   maxBytes: number;
   maxRecipients: number;
   log: Logger;
-  authenticate(a: { username: string; password: string; remoteAddress: string; secure: boolean }): Promise<U>;
+  /** `tlsOffered`: whether this listener can do TLS at all (a certificate is configured). */
+  authenticate(a: { username: string; password: string; remoteAddress: string; secure: boolean; tlsOffered: boolean }): Promise<U>;
   /** Called at MAIL FROM with the authenticated user (refuse with a responseCode error). */
   mailFrom(user: U, address: string): Promise<void>;
   /** Persists the message; resolves with the text of the 250 reply. */
@@ -64,11 +65,11 @@ export async function startSubmissionListener<U>(opts: SubmissionListenerOptions
     maxClients: 1000,
     disableReverseLookup: true,
     socketTimeout: 120_000,
-    closeTimeout: 10_000,
+    closeTimeout: 5_000,
     onAuth(auth: SMTPServerAuthentication, session: SMTPServerSession, cb: (err: Error | null | undefined, response?: { user: unknown }) => void) {
       if (auth.method !== "PLAIN" && auth.method !== "LOGIN") return cb(smtpError(504, "5.5.4 Unrecognized authentication type"));
       opts
-        .authenticate({ username: auth.username ?? "", password: auth.password ?? "", remoteAddress: session.remoteAddress, secure: !!session.secure })
+        .authenticate({ username: auth.username ?? "", password: auth.password ?? "", remoteAddress: session.remoteAddress, secure: !!session.secure, tlsOffered: !!opts.tls })
         .then((user) => cb(null, { user }), fail("AUTH", cb));
     },
     onMailFrom(address: SMTPServerAddress, session: SMTPServerSession, cb: (err?: Error | null) => void) {
