@@ -66,7 +66,8 @@ export const submissionModule: ModuleDef = {
     };
     if (c.submissionPort > 0) started.starttls = await startSubmissionListener({ ...common, port: c.submissionPort, implicitTls: false });
     if (c.submissionTlsPort > 0) started.tls = await startSubmissionListener({ ...common, port: c.submissionTlsPort, implicitTls: true });
-    ctx.log.info("SMTP submission listening", { ...submissionPorts(ctx), starttls: !!tls });
+    const ports = submissionPorts(ctx);
+    ctx.log.info("SMTP submission listening", { port: ports.starttls || undefined, tlsPort: ports.tls || undefined, certificate: !!tls });
   },
   async stop(ctx) {
     const l = listeners.get(ctx);
