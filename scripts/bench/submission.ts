@@ -7,7 +7,8 @@
 // (the client's 200 / 250) and end to end (first request to the last message at the sink).
 // The bar: submission end to end >= 0.7x /v1/send.
 //   bun scripts/bench/submission.ts [messagesPerConnection=100] [connections=50]
-// Knobs: BENCH_ORDER=smtp-first (the SMTP phase first), BENCH_TLS=1, BENCH_SERVER_LOG=<file>.
+// Knobs: BENCH_ROUNDS (default 2; the order alternates per round), BENCH_ORDER=smtp-first (the first round's SMTP
+// phase first), BENCH_TLS=1, BENCH_SERVER_LOG=<file>.
 import MailComposer from "nodemailer/lib/mail-composer";
 import SMTPConnection from "nodemailer/lib/smtp-connection";
 import { join } from "node:path";
@@ -64,6 +65,9 @@ const api = makeApi(svc.url);
 const acct = await createAccount(api, "bench");
 await addVerifiedDomain(api, dns, acct, SENDER_DOMAIN);
 
+/** Each phase mails new addresses (new contacts), so no phase finds the contacts of another. */
+let phaseNo = 0;
+
 // ---- the two clients ----------------------------------------------------------------------------
 const sendBody = (to: string) => JSON.stringify({ to, from: { name: "Bench News", email: FROM }, subject, body: html });
 const headers = { authorization: `Bearer ${acct.secretKey}`, "content-type": "application/json" };
@@ -71,7 +75,7 @@ const headers = { authorization: `Bearer ${acct.secretKey}`, "content-type": "ap
 async function httpClient(conn: number, first: number, count: number): Promise<number> {
   let errors = 0;
   for (let i = 0; i < count; i++) {
-    const r = await fetch(svc.url + "/v1/send", { method: "POST", headers, body: sendBody(`h${conn}-${first + i}@${RCPT_DOMAIN}`) });
+    const r = await fetch(svc.url + "/v1/send", { method: "POST", headers, body: sendBody(`h${phaseNo}-${conn}-${first + i}@${RCPT_DOMAIN}`) });
     const text = await r.text();
     if (r.status !== 200 && ++errors < 3) console.error(`/v1/send: ${r.status} ${text.slice(0, 200)}`);
   }
@@ -98,7 +102,7 @@ async function smtpClient(conn: number, first: number, count: number): Promise<n
   let errors = 0;
   for (let i = 0; i < count; i++) {
     await new Promise<void>((resolve) =>
-      c.send({ from: FROM, to: [`s${conn}-${first + i}@${RCPT_DOMAIN}`] } as never, raw, (err: any) => {
+      c.send({ from: FROM, to: [`s${phaseNo}-${conn}-${first + i}@${RCPT_DOMAIN}`] } as never, raw, (err: any) => {
         if (err && ++errors < 3) console.error(`submission: ${err.response ?? err.message}`);
         resolve();
       }),
@@ -120,6 +124,7 @@ interface Phase {
 }
 
 async function phase(name: string, client: (conn: number, first: number, count: number) => Promise<number>): Promise<Phase> {
+  phaseNo++;
   await fetch(sinkUrl + "/reset");
   const cpu0 = threadCpu(svc.pid);
   const client0 = threadCpu(process.pid);
@@ -166,24 +171,29 @@ await Promise.all(Array.from({ length: 5 }, (_, c) => smtpClient(1000 + c, 0, 4)
 for (let i = 0; i < 300 && (await sinkStats()).count < 40; i++) await Bun.sleep(100);
 await Bun.sleep(1000);
 
+// BENCH_ROUNDS rounds (default 2), the order alternating (the machine is shared: its load drifts within a run).
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const smtpFirst = process.env.BENCH_ORDER === "smtp-first";
 const results: Phase[] = [];
-for (const p of smtpFirst ? ["smtp", "http"] : ["http", "smtp"]) {
-  results.push(p === "http" ? await phase("POST /v1/send", httpClient) : await phase(`SMTP submission${TLS ? " (STARTTLS)" : ""}`, smtpClient));
+for (let round = 0; round < ROUNDS; round++) {
+  const order = (round % 2 === 0) !== smtpFirst ? ["http", "smtp"] : ["smtp", "http"];
+  for (const p of order) results.push(p === "http" ? await phase("POST /v1/send", httpClient) : await phase(`SMTP submission${TLS ? " (STARTTLS)" : ""}`, smtpClient));
 }
-const http = results.find((r) => r.name.startsWith("POST"))!;
-const smtp = results.find((r) => r.name.startsWith("SMTP"))!;
+const http = results.filter((r) => r.name.startsWith("POST"));
+const smtp = results.filter((r) => r.name.startsWith("SMTP"));
+const sum = (l: Phase[], k: "endToEnd" | "acceptRate") => l.reduce((a, r) => a + r[k], 0);
 
 await svc.kill();
 sinkProc.kill();
 await dns.close();
 
-console.log(`${CONNECTIONS} connections x ${PER_CONNECTION} messages = ${fmt(TOTAL)} per phase, ${(html.length / 1024).toFixed(1)} KB HTML, RSA-2048 DKIM, order: ${results.map((r) => r.name).join(" then ")}`);
+console.log(`${CONNECTIONS} connections x ${PER_CONNECTION} messages = ${fmt(TOTAL)} per phase, ${(html.length / 1024).toFixed(1)} KB HTML, RSA-2048 DKIM, ${ROUNDS} round(s), phases in this order:`);
 for (const r of results) {
   console.log(
     `${r.name.padEnd(32)} accepted ${fmt(r.acceptRate).padStart(6)} msg/s   end to end ${fmt(r.endToEnd).padStart(6)} msg/s   (${fmt(r.delivered)} delivered, ${r.errors} errors; CPU: server ${r.cpu}; clients ${r.clientCpu})`,
   );
 }
-const ratio = smtp.endToEnd / http.endToEnd;
-console.log(`ratio submission / /v1/send: end to end ${ratio.toFixed(2)}x, accepted ${(smtp.acceptRate / http.acceptRate).toFixed(2)}x  (bar end to end >= 0.7x: ${ratio >= 0.7 ? "PASS" : "FAIL"})`);
+const ratio = sum(smtp, "endToEnd") / sum(http, "endToEnd");
+const acceptRatio = sum(smtp, "acceptRate") / sum(http, "acceptRate");
+console.log(`ratio submission / /v1/send (summed over the rounds): end to end ${ratio.toFixed(2)}x, accepted ${acceptRatio.toFixed(2)}x  (bar end to end >= 0.7x: ${ratio >= 0.7 ? "PASS" : "FAIL"})`);
 process.exit(0);
