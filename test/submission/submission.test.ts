@@ -108,6 +108,18 @@ describe("a message through nodemailer's SMTP transport", () => {
     expect(env.sink.byRecipient(`vis@${RCPT}`)[0]!.raw.toString("latin1")).not.toContain("secret@");
   });
 
+  test("a bare cron-style message (no From, no Subject, no MIME headers): From from the envelope, empty subject, the text as written", async () => {
+    const c = await connect(env.port, { tls: false });
+    expect(await c.login("cron", env.acct.secretKey)).toBeNull();
+    const r = await c.send({ from: `cron@${SENDER}`, to: [`ops@${RCPT}`] }, "To: ops@" + RCPT + "\r\n\r\nBackup done: {{ok}}\r\n.dotfile kept\r\n");
+    c.close();
+    expect(r.ok).toBe(true);
+    const p = await (await lastMessageFor(env, `ops@${RCPT}`)).parse();
+    expect(p.from!.value).toEqual([{ address: `cron@${SENDER}`, name: "" }]);
+    expect(p.subject ?? "").toBe("");
+    expect(p.text!.trim()).toBe("Backup done: {{ok}}\n.dotfile kept");
+  });
+
   test("a text-only message gets an HTML part of its text; a project with tracking ENABLED tracks its links", async () => {
     const patch = await env.srv.api(`/users/@me/projects/${env.acct.projectId}`, { method: "PATCH", cookie: env.acct.cookie, body: { tracking: "ENABLED" } });
     expect(patch.status).toBe(200);
