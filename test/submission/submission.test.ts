@@ -72,7 +72,8 @@ describe("a message through nodemailer's SMTP transport", () => {
       const p = await m.parse();
       expect(p.subject).toBe("Order {{42}} shipped – ünïcode");
       expect(p.from!.value).toEqual([{ address: `app@${SENDER}`, name: "App" }]);
-      expect(p.to && !Array.isArray(p.to) ? p.to.value.map((v) => v.address) : null).toEqual([rcpt]);
+      // Each copy is addressed to its recipient, with the display name the To header gave it.
+      expect(p.to && !Array.isArray(p.to) ? p.to.value : null).toEqual([{ address: rcpt, name: rcpt.startsWith("ann@") ? "Ann Reader" : "" }]);
       expect(p.cc && !Array.isArray(p.cc) ? p.cc.text : null).toBe(`cc@${RCPT}`);
       expect(p.replyTo!.value).toEqual([{ address: `support@${SENDER}`, name: "" }]);
       expect(p.text!.trim()).toBe("Your order {{42}} shipped.\nTrack it at https://shop.example/track/42");
