@@ -3,6 +3,7 @@
 import { describe, expect, test } from "bun:test";
 import { simpleParser, type AddressObject } from "mailparser";
 import MailComposer from "nodemailer/lib/mail-composer";
+import { literalSource, renderHtml, renderSubject, renderText } from "../../src/mail/render";
 import { decodeWords, parseMessage } from "../../src/modules/submission/mime";
 
 const build = (mail: ConstructorParameters<typeof MailComposer>[0]) => new MailComposer(mail).compile().build();
@@ -141,4 +142,13 @@ test("a multipart without its closing boundary keeps the last part; a boundary t
   const m = parseMessage(raw);
   expect(m.text).toBe("inner text");
   expect(m.attachments.map((a) => [a.filename, a.content.toString()])).toEqual([["cut.bin", "partial"]]);
+});
+
+test("literalSource: submitted content renders exactly as written, whatever braces and backslashes it holds", () => {
+  for (const text of ["{{name}}", "{{{raw}}}", "{{{{", "a \\{{b}} c", "\\\\{{x", "}} {{ unclosed", "{{ bad syntax ?? }}", "no braces", "{", "{{#each}}"]) {
+    const src = literalSource(text);
+    expect([text, renderText(src, { name: "X", raw: "<b>" })]).toEqual([text, text]);
+    expect([text, renderHtml(src, { name: "X" })]).toEqual([text, text]);
+    expect([text, renderSubject(src, {})]).toEqual([text, text]);
+  }
 });
