@@ -25,6 +25,13 @@ export interface Config {
   inboundTlsKey?: string;
   /** Largest inbound message accepted (SIZE), in bytes. */
   inboundMaxBytes: number;
+  /** PEM files of our certificate for SMTP submission (and inbound, when its own are unset). */
+  tlsCert?: string;
+  tlsKey?: string;
+  /** SMTP submission (RFC 6409) with STARTTLS; 0 = off. */
+  submissionPort: number;
+  /** SMTP submission with implicit TLS (RFC 8314); 0 = off. */
+  submissionTlsPort: number;
   systemFrom?: string;
   rateLimit: number;
   idempotencyTtlHours: number;
@@ -115,6 +122,10 @@ export const OPTIONS: Option[] = [
   { key: "inboundTlsCert", env: "MAILSVC_INBOUND_TLS_CERT", flag: "--inbound-tls-cert", help: "PEM certificate (chain) file for inbound STARTTLS", parse: str },
   { key: "inboundTlsKey", env: "MAILSVC_INBOUND_TLS_KEY", flag: "--inbound-tls-key", help: "PEM private key file for inbound STARTTLS", parse: str },
   { key: "inboundMaxBytes", env: "MAILSVC_INBOUND_MAX_BYTES", flag: "--inbound-max-bytes", help: "largest inbound message accepted, in bytes", parse: int("inbound max bytes") },
+  { key: "tlsCert", env: "MAILSVC_TLS_CERT", flag: "--tls-cert", help: "PEM certificate (chain) file for SMTP submission (and inbound STARTTLS when its own is unset)", parse: str },
+  { key: "tlsKey", env: "MAILSVC_TLS_KEY", flag: "--tls-key", help: "PEM private key file for SMTP submission (and inbound STARTTLS when its own is unset)", parse: str },
+  { key: "submissionPort", env: "MAILSVC_SUBMISSION_PORT", flag: "--submission-port", help: "SMTP submission port, STARTTLS (0 = off; 587 suggested)", parse: int("submission port") },
+  { key: "submissionTlsPort", env: "MAILSVC_SUBMISSION_TLS_PORT", flag: "--submission-tls-port", help: "SMTP submission port with implicit TLS (0 = off; 465 suggested)", parse: int("submission tls port") },
   { key: "systemFrom", env: "MAILSVC_SYSTEM_FROM", flag: "--system-from", help: "sender of account emails", parse: str },
   { key: "rateLimit", env: "MAILSVC_RATE_LIMIT", flag: "--rate-limit", help: "API requests per minute per project", parse: int("rate limit") },
   { key: "idempotencyTtlHours", env: "MAILSVC_IDEMPOTENCY_TTL_HOURS", flag: "--idempotency-ttl-hours", help: "how long an Idempotency-Key is remembered", parse: int("idempotency ttl") },
@@ -157,6 +168,8 @@ function defaults(): Omit<Config, "publicUrl"> & { publicUrl?: string } {
     mxPort: 25,
     inboundSmtpPort: 0,
     inboundMaxBytes: 50 * 1024 * 1024,
+    submissionPort: 0,
+    submissionTlsPort: 0,
     rateLimit: 1000,
     idempotencyTtlHours: 24,
     domainCheckIntervalMs: 5 * 60_000,
@@ -174,6 +187,18 @@ function defaults(): Omit<Config, "publicUrl"> & { publicUrl?: string } {
     sandbox: false,
     keepRaw: false,
   };
+}
+
+/**
+ * The certificate and key files a listener uses: its own pair when either is set (inbound:
+ * MAILSVC_INBOUND_TLS_*), else the shared MAILSVC_TLS_CERT/KEY, else the other listener's pair; null
+ * when the pair is incomplete. One certificate for the host usually serves both listeners.
+ */
+export function tlsFilesFor(c: Config, listener: "inbound" | "submission"): { certFile: string; keyFile: string } | null {
+  const inbound = c.inboundTlsCert || c.inboundTlsKey ? { cert: c.inboundTlsCert, key: c.inboundTlsKey } : null;
+  const shared = c.tlsCert || c.tlsKey ? { cert: c.tlsCert, key: c.tlsKey } : null;
+  const pair = listener === "inbound" ? (inbound ?? shared) : (shared ?? inbound);
+  return pair?.cert && pair.key ? { certFile: pair.cert, keyFile: pair.key } : null;
 }
 
 /**

@@ -4,7 +4,7 @@
 import { existsSync } from "node:fs";
 import { isIP } from "node:net";
 import type { Resolver } from "node:dns/promises";
-import type { Config } from "./config";
+import { tlsFilesFor, type Config } from "./config";
 import { openReadOnly } from "./db";
 import { configWarnings, isQualifiedHostname } from "./mail/deliverability";
 import { createResolver, isNotFound, resolveMxSorted, resolveTxtJoined } from "./mail/dns";
@@ -209,6 +209,23 @@ async function checkDomains(config: Config): Promise<Check[]> {
   }
 }
 
+/** SMTP submission, when on: whether clients on other machines can log in (AUTH needs TLS, so a certificate). */
+export function checkSubmission(config: Config): Check | null {
+  const ports = [config.submissionPort > 0 ? `${config.submissionPort} (STARTTLS)` : "", config.submissionTlsPort > 0 ? `${config.submissionTlsPort} (TLS)` : ""].filter(Boolean);
+  if (!ports.length) return null;
+  const files = tlsFilesFor(config, "submission");
+  const unreadable = files ? [files.certFile, files.keyFile].filter((f) => !existsSync(f)) : [];
+  if (!files || unreadable.length) {
+    return {
+      name: "SMTP submission",
+      status: config.submissionTlsPort > 0 ? "fail" : "warn",
+      detail: files ? `certificate files not found: ${unreadable.join(", ")}` : "no certificate: only programs on this machine (loopback) can authenticate",
+      fix: "Set MAILSVC_TLS_CERT and MAILSVC_TLS_KEY to this host's certificate chain and key (PEM), e.g. from Let's Encrypt.",
+    };
+  }
+  return { name: "SMTP submission", status: "ok", detail: `port ${ports.join(" and ")}, certificate ${files.certFile}` };
+}
+
 export async function runDoctor(config: Config, opts: DoctorOptions = {}): Promise<Check[]> {
   const r = createResolver(config);
   const host = await checkHostname(config, r);
@@ -223,6 +240,8 @@ export async function runDoctor(config: Config, opts: DoctorOptions = {}): Promi
       fix: "Set MAILSVC_INBOUND_SMTP_PORT=25 (bounce-domain MX records point at this server).",
     });
   } else checks.push({ name: "inbound SMTP", status: "ok", detail: `listening on port ${config.inboundSmtpPort}` });
+  const submission = checkSubmission(config);
+  if (submission) checks.push(submission);
   if (!opts.skipDomains) checks.push(...(await checkDomains(config)));
   return checks;
 }

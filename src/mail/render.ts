@@ -226,6 +226,15 @@ const SLOT_COST = 200;
 const cache = new Map<string, { compiled: CompiledTemplate; cost: number }>();
 let cachedChars = 0;
 
+/**
+ * A template source that renders to `text` exactly (content that is not a template, e.g. a message
+ * submitted over SMTP): every "{{" gets the backslash that prints it as text (`\{{` itself becomes
+ * `\\{{`, which prints `\{{`).
+ */
+export function literalSource(text: string): string {
+  return text.includes("{{") ? text.replaceAll("{{", "\\{{") : text;
+}
+
 /** Compiles (or returns the cached compilation of) a template source. Throws TemplateSyntaxError. */
 export function compile(source: string): CompiledTemplate {
   const hit = cache.get(source);

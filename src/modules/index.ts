@@ -19,6 +19,7 @@ import { systemRoutes } from "./system/routes";
 import { templatesModule } from "./templates";
 import { feedbackModule } from "./feedback";
 import { sandboxModule } from "./sandbox";
+import { submissionModule } from "./submission";
 import { uploadsModule } from "./uploads";
 import { userRoutes } from "./users/routes";
 import { verifyModule } from "./verify";
@@ -43,6 +44,7 @@ export const MODULES: ModuleDef[] = [
   campaignsModule,
   feedbackModule,
   sandboxModule,
+  submissionModule,
   emailsModule,
   suppressionsModule,
   doubleOptInModule,

@@ -32,7 +32,8 @@ export type EmailStatus =
   | "SUPPRESSED"
   | "CANCELLED";
 
-export type EmailSourceType = "TRANSACTIONAL" | "CAMPAIGN" | "WORKFLOW" | "SYSTEM";
+/** SMTP: a transactional email submitted over SMTP (modules/submission). */
+export type EmailSourceType = "TRANSACTIONAL" | "CAMPAIGN" | "WORKFLOW" | "SYSTEM" | "SMTP";
 
 export interface EmailsTable {
   id: string;

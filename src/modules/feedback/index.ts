@@ -1,3 +1,4 @@
+import { tlsFilesFor } from "../../config";
 import type { AppContext } from "../../context";
 import { startInboundServer, type InboundServer } from "../../mail/inbound/server";
 import { loadTokenSecret } from "../../mail/tokens";
@@ -21,21 +22,22 @@ export const feedbackModule: ModuleDef = {
   async start(ctx) {
     const c = ctx.config;
     if (!(c.inboundSmtpPort > 0)) return;
-    if (!!c.inboundTlsCert !== !!c.inboundTlsKey) {
-      ctx.log.warn("inbound: STARTTLS needs both MAILSVC_INBOUND_TLS_CERT and MAILSVC_INBOUND_TLS_KEY; starting without it");
+    const tls = tlsFilesFor(c, "inbound");
+    if (!tls && (c.inboundTlsCert || c.inboundTlsKey || c.tlsCert || c.tlsKey)) {
+      ctx.log.warn("inbound: STARTTLS needs both MAILSVC_INBOUND_TLS_CERT and MAILSVC_INBOUND_TLS_KEY (or MAILSVC_TLS_CERT and MAILSVC_TLS_KEY); starting without it");
     }
     const server = await startInboundServer<Route>({
       port: c.inboundSmtpPort,
       host: c.host,
       name: c.hostname,
       maxBytes: c.inboundMaxBytes,
-      tls: c.inboundTlsCert && c.inboundTlsKey ? { certFile: c.inboundTlsCert, keyFile: c.inboundTlsKey } : undefined,
+      tls: tls ?? undefined,
       log: ctx.log,
       route: (address) => routeRecipient(ctx, address),
       handle: (msg) => handleInbound(ctx, msg),
     });
     listeners.set(ctx, server);
-    ctx.log.info("inbound SMTP listening", { port: server.port, starttls: !!(c.inboundTlsCert && c.inboundTlsKey) });
+    ctx.log.info("inbound SMTP listening", { port: server.port, starttls: !!tls });
   },
   async stop(ctx) {
     const s = listeners.get(ctx);

@@ -10,6 +10,7 @@ import { contactsChanged } from "../../audience/changes";
 import { payloadTooLarge, validationError, type FieldError } from "../../http/errors";
 import { isValidEmail } from "../../mail/address";
 import type { AttachmentInput } from "../../mail/compose";
+import type { EmailSourceType } from "../../db/tables/delivery";
 import { checkCustomHeaders } from "../../mail/custom-headers";
 import { insertContentRaw, insertEmailRaw } from "../../mail/enqueue";
 import { suppressedAmongRaw } from "../../mail/suppressions";
@@ -36,6 +37,16 @@ export interface SendInput {
   headers?: unknown;
   reply?: string | null;
   attachments?: (Omit<AttachmentInput, "contentType"> & { contentType?: string | null })[] | null;
+}
+
+/** What a caller other than the HTTP route may add (SMTP submission); never reachable from a request body. */
+export interface SendOptions {
+  /** The email rows' source in the message log (default TRANSACTIONAL). */
+  sourceType?: Extract<EmailSourceType, "TRANSACTIONAL" | "SMTP">;
+  /** The plain-text part as given, a template source like `body` (default: derived from the HTML). */
+  text?: string | null;
+  /** A Cc header shown to every recipient (already one line; the service owns Cc otherwise). */
+  cc?: string | null;
 }
 
 export interface SendResult {
@@ -130,8 +141,9 @@ function validate(input: SendInput) {
   return { to, from, headers: headers.headers };
 }
 
-export async function send(ctx: AppContext, projectId: string, input: SendInput): Promise<SendResult> {
+export async function send(ctx: AppContext, projectId: string, input: SendInput, opts: SendOptions = {}): Promise<SendResult> {
   const v = validate(input);
+  const headers = opts.cc ? { ...v.headers, Cc: opts.cc } : v.headers;
   const tpl: TemplateRow | null = input.template ? await getTemplate(ctx, projectId, input.template) : null;
 
   const fromEmail = v.from?.email ?? tpl?.from_email ?? null;
@@ -159,7 +171,7 @@ export async function send(ctx: AppContext, projectId: string, input: SendInput)
   const result = await atomic(ctx.db, ctx.store.engine, async (q) => {
     // The cap check and the count, in the same transaction as the email rows (402 rolls back everything).
     await consumeQuotaRaw(q, now, projectId, "transactional", charged);
-    const contentId = await insertContentRaw(q, now, { projectId, subject, html, fromEmail, fromName, replyTo, type: "TRANSACTIONAL", headers: v.headers, attachments });
+    const contentId = await insertContentRaw(q, now, { projectId, subject, html, fromEmail, fromName, replyTo, type: "TRANSACTIONAL", headers, attachments, text: opts.text ?? null });
     const out: { contact: { id: string; email: string }; email: string }[] = [];
     for (const r of v.to) {
       const up = await upsertContactRaw(q, now, {
@@ -179,7 +191,7 @@ export async function send(ctx: AppContext, projectId: string, input: SendInput)
         toEmail: up.contact.email,
         toName: r.name,
         vars: { ...up.vars, email: up.contact.email, id: up.contact.id },
-        sourceType: "TRANSACTIONAL",
+        sourceType: opts.sourceType ?? "TRANSACTIONAL",
         templateId: tpl?.id ?? null,
         status: suppressed ? "SUPPRESSED" : "PENDING",
       }, events);

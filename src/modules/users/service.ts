@@ -74,6 +74,12 @@ function limitersOf(ctx: AppContext) {
   return l;
 }
 
+/**
+ * The failed-login throttle (LOGIN_FAILURES per LOGIN_WINDOW_MS per key) for other ways in: SMTP
+ * submission counts a wrong key under `smtp:<client IP>` (modules/submission/auth.ts).
+ */
+export const loginThrottle = (ctx: AppContext): Pick<RateLimiter, "hit" | "blockedFor"> => limitersOf(ctx).logins;
+
 export async function login(ctx: AppContext, input: { email: string; password: string }) {
   const email = normalizeEmail(input.email);
   const { logins } = limitersOf(ctx);
