@@ -26,6 +26,26 @@ export const MAX_INDEX_FIELDS = 3;
  */
 const indexable = (value: unknown) => modeOf(value) === "string" && !/^\s*[[{]/.test(String(value));
 
+/**
+ * PostgreSQL: per AND group, its `equals` data filters with their values (sorted by key, at most
+ * MAX_INDEX_FIELDS). An expression index on PostgreSQL cannot answer a count from the index alone
+ * (the planner wants the `data` column itself), so a segment's equalities get a partial index of their
+ * values, which can (scripts/bench/engines.ts: 1M contacts, ~27 ms instead of ~350 ms).
+ */
+export function equalsFieldValues(tree: ConditionTree, out: [string, string][][] = []): [string, string][][] {
+  for (const g of tree.groups ?? []) {
+    const pairs = new Map<string, string>();
+    for (const f of g.filters ?? []) {
+      if (f.operator === "equals" && f.field.startsWith("data.") && f.field.length <= 5 + 64 && indexable(f.value) && String(f.value).length <= 200) {
+        if (!pairs.has(f.field.slice(5))) pairs.set(f.field.slice(5), String(f.value));
+      }
+    }
+    if (pairs.size) out.push([...pairs].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).slice(0, MAX_INDEX_FIELDS));
+    if (g.conditions) equalsFieldValues(g.conditions, out);
+  }
+  return out;
+}
+
 /** The field sets to index: per AND group, its distinct `equals` data keys (sorted, at most MAX_INDEX_FIELDS). */
 export function equalsFieldSets(tree: ConditionTree, out: string[][] = []): string[][] {
   for (const g of tree.groups ?? []) {
@@ -42,6 +62,9 @@ const hex = (key: string) => Buffer.from(key, "utf8").toString("hex");
 /** `contacts_data_<hex a>` or `contacts_data_<hex a>_<hex b>…` (hex has no `_`). */
 export const fieldIndexName = (keys: string | readonly string[]) => FIELD_INDEX_PREFIX + (typeof keys === "string" ? [keys] : keys).map(hex).join("_");
 
+/** PostgreSQL names are at most 63 bytes: a longer one becomes the prefix and a digest of it. */
+const pgIndexName = (name: string) => (name.length <= 63 ? name : `${FIELD_INDEX_PREFIX}h${new Bun.CryptoHasher("sha1").update(name).digest("hex").slice(0, 40)}`);
+
 /** Creates the missing field indexes of a condition (idempotent). Never throws: an index is an optimisation. */
 export async function ensureFieldIndexes(ctx: AppContext, tree: ConditionTree | null): Promise<string[]> {
   if (!tree) return [];
@@ -54,8 +77,21 @@ export async function ensureFieldIndexes(ctx: AppContext, tree: ConditionTree | 
       : sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE ${FIELD_INDEX_PREFIX + "%"}`;
     const existing = new Set((await listed.execute(ctx.db)).rows.map((r) => r.name));
     const created: string[] = [];
+    if (pg) {
+      // One partial index per set of equalities with their values (see equalsFieldValues).
+      for (const pairs of equalsFieldValues(tree)) {
+        const digest = new Bun.CryptoHasher("sha1").update(JSON.stringify(pairs)).digest("hex").slice(0, 10);
+        const name = pgIndexName(`${fieldIndexName(pairs.map(([k]) => k))}_v${digest}`);
+        if (existing.has(name) || existing.size >= MAX_FIELD_INDEXES) continue;
+        const lit = (x: string) => `'${x.replaceAll("'", "''")}'`;
+        const where = pairs.map(([k, v]) => `(data ->> ${lit(k)}) = ${lit(v)}`).join(" AND ");
+        await sql.raw(`CREATE INDEX IF NOT EXISTS ${name} ON contacts (project_id, created_at, id) WHERE ${where}`).execute(ctx.db);
+        existing.add(name);
+        created.push(name);
+      }
+    }
     for (const keys of sets) {
-      const name = fieldIndexName(keys);
+      const name = pg ? pgIndexName(fieldIndexName(keys)) : fieldIndexName(keys);
       if (existing.has(name)) continue;
       if (existing.size >= MAX_FIELD_INDEXES) break;
       // The expression the compiler writes for `equals` (src/db/dialect/*: jsonValue), so the planner uses it.
