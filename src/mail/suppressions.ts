@@ -8,7 +8,7 @@ import { iso } from "../clock";
 import type { DB } from "../db";
 import type { SuppressionReason, SuppressionSource, SuppressionsTable } from "../db/tables/delivery";
 import { subscribed } from "../webhooks/events";
-import { enabledEndpointsOf, insertDeliveries, type DeliveryInsert } from "../webhooks/store";
+import { enabledEndpointsOf, insertDeliveries, pendingDelivery, type DeliveryInsert } from "../webhooks/store";
 import { normalizeEmail } from "./address";
 
 type Db = Kysely<DB> | Transaction<DB>;
@@ -82,23 +82,7 @@ export async function queueSuppressionWebhooks(
     const payload = JSON.stringify({ type: name, timestamp: iso(now), data: viewSuppression(r) });
     for (const ep of endpoints) {
       if (ep.project_id !== r.project_id || !subscribed(JSON.parse(ep.events) as string[], name)) continue;
-      out.push({
-        id: Bun.randomUUIDv7(),
-        project_id: r.project_id,
-        endpoint_id: ep.id,
-        event_id: null,
-        event: name,
-        payload,
-        status: "PENDING",
-        attempts: 0,
-        next_attempt_at: now,
-        response_status: null,
-        response_body: null,
-        error: null,
-        created_at: now,
-        updated_at: now,
-        delivered_at: null,
-      });
+      out.push(pendingDelivery({ projectId: r.project_id, endpointId: ep.id, eventId: null, event: name, payload, now }));
     }
   }
   await insertDeliveries(db, out);

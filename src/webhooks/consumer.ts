@@ -4,7 +4,7 @@ import { iso } from "../clock";
 import type { AppContext } from "../context";
 import type { DB } from "../db";
 import { isDeliverable, subscribed } from "./events";
-import { contactEmails, enabledEndpointsOf, insertDeliveriesRaw, type DeliveryInsert } from "./store";
+import { contactEmails, enabledEndpointsOf, insertDeliveriesRaw, pendingDelivery, type DeliveryInsert } from "./store";
 
 /** The part of an event-feed event the webhooks read. */
 export interface WebhookSourceEvent {
@@ -64,23 +64,7 @@ export async function recordDeliveries(ctx: AppContext, trx: Transaction<DB>, ev
   for (const { ev, eps } of targets) {
     const payload = webhookPayload(ev, ev.contactId ? (emails.get(ev.contactId) ?? null) : null);
     for (const ep of eps) {
-      rows.push({
-        id: Bun.randomUUIDv7(),
-        project_id: ev.projectId,
-        endpoint_id: ep.id,
-        event_id: ev.id,
-        event: ev.name,
-        payload,
-        status: "PENDING",
-        attempts: 0,
-        next_attempt_at: now,
-        response_status: null,
-        response_body: null,
-        error: null,
-        created_at: now,
-        updated_at: now,
-        delivered_at: null,
-      });
+      rows.push(pendingDelivery({ projectId: ev.projectId, endpointId: ep.id, eventId: ev.id, event: ev.name, payload, now }));
     }
   }
   // Raw statements on the feed's transaction.

@@ -13,6 +13,27 @@ export async function insertDeliveries(db: Kysely<DB> | Transaction<DB>, rows: D
   for (let i = 0; i < rows.length; i += 60) await db.insertInto("webhook_deliveries").values(rows.slice(i, i + 60)).execute();
 }
 
+/** A delivery row waiting for its first attempt (due now). */
+export function pendingDelivery(d: { projectId: string; endpointId: string; eventId: string | null; event: string; payload: string; now: number }): DeliveryInsert {
+  return {
+    id: Bun.randomUUIDv7(),
+    project_id: d.projectId,
+    endpoint_id: d.endpointId,
+    event_id: d.eventId,
+    event: d.event,
+    payload: d.payload,
+    status: "PENDING",
+    attempts: 0,
+    next_attempt_at: d.now,
+    response_status: null,
+    response_body: null,
+    error: null,
+    created_at: d.now,
+    updated_at: d.now,
+    delivered_at: null,
+  };
+}
+
 const DELIVERY_COLUMNS = [
   "id", "project_id", "endpoint_id", "event_id", "event", "payload", "status", "attempts", "next_attempt_at",
   "response_status", "response_body", "error", "created_at", "updated_at", "delivered_at",
