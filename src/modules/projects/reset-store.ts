@@ -3,7 +3,7 @@
 // engine's catalog) so that a module added later is wiped too without registering anything; its
 // resetProject hook still runs afterwards for caches.
 import type { Kysely } from "kysely";
-import { atomic } from "../../db/raw";
+import { atomic, rawAll } from "../../db/raw";
 
 /** What a reset keeps (docs/api.md "Billing, uploads, project reset", **Reset**): the project, its keys (on the project row), members, domains, billing. */
 export const KEPT_TABLES = new Set([
@@ -25,7 +25,6 @@ const TABLES_WITH_PROJECT_ID = {
 } as const;
 
 export async function projectTables(db: Kysely<any>, engine: "sqlite" | "postgres"): Promise<string[]> {
-  const { rawAll } = await import("../../db/raw");
   const rows = await rawAll<{ name: string }>(db, engine, TABLES_WITH_PROJECT_ID[engine]);
   return rows.map((r) => r.name).filter((t) => !KEPT_TABLES.has(t));
 }
