@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { ensureBinary } from "../docs/support";
 import { engineEnv, freeTcpPort } from "../support/server";
 import { waitFor } from "../support/wait";
@@ -103,16 +103,23 @@ async function read(path: string) {
 const heading = (name: string | RegExp) => page.getByRole("heading", { name, level: 1 });
 const nav = (name: string) => page.getByRole("navigation", { name: "Main" }).getByRole("link", { name, exact: true });
 
-/** The page as it is, at 1400 px (docs/screenshots/journey-<name>-wide.png) and at 390 px (…-phone.png). */
-async function photograph(name: string) {
+const frames = () => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+
+/**
+ * The page as it is, at 1400 px (docs/screenshots/journey-<name>-wide.png) and at 390 px (…-phone.png), scrolled
+ * to `focus` when given; at 390 px nothing may be wider than the screen.
+ */
+async function photograph(name: string, focus?: Locator) {
+  await focus?.scrollIntoViewIfNeeded();
   await screenshot(page, `journey-${name}-wide`);
   await page.setViewportSize({ width: 390, height: 844 });
-  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  await frames();
+  await focus?.scrollIntoViewIfNeeded();
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   if (overflow > 0) overflowing.push({ page: name, overflow });
   await screenshot(page, `journey-${name}-phone`);
   await page.setViewportSize({ width: 1400, height: 900 });
-  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  await frames();
 }
 
 describe("the sandbox journey", () => {
@@ -292,8 +299,7 @@ describe("the sandbox journey", () => {
     expect(steps[0]).toContain("COMPLETED");
     expect(steps[1]).toContain("Update the contact");
     expect(steps[1]).toContain("COMPLETED");
-    await log.scrollIntoViewIfNeeded();
-    await photograph("workflow-run");
+    await photograph("workflow-run", executions);
 
     // What the run did: Ann got the welcome email (captured) and her data says so.
     const wf = (await read("/workflows")).data.find((w: { name: string }) => w.name === "Welcome series");
@@ -306,7 +312,7 @@ describe("the sandbox journey", () => {
     expect(annEmails).toContain("Welcome, Ann");
   }, 90_000);
 
-  test("the bounce in Activity; the bounced address on the Suppressions page (hard bounce) and unsubscribed on its contact page", async () => {
+  test("the bounce in Activity; the bounced address on the Suppressions page (hard bounce) and suppressed and unsubscribed on its contact page", async () => {
     await nav("Activity").click();
     await heading("Activity").waitFor();
     const feed = page.getByRole("region", { name: "Activity feed" });
@@ -334,7 +340,7 @@ describe("the sandbox journey", () => {
     await nav("Contacts").click();
     await page.getByRole("link", { name: BOUNCE, exact: true }).click();
     await heading(BOUNCE).waitFor();
-    await page.getByText(/is suppressed/).waitFor();
+    await page.getByRole("status").filter({ hasText: `${BOUNCE} is suppressed (a hard bounce,` }).getByRole("link", { name: "Suppressions" }).waitFor();
     expect(await page.getByLabel("Subscribed").isChecked()).toBe(false);
     const emails = page.getByRole("region", { name: "Emails" });
     await emails.getByText("BOUNCED", { exact: true }).waitFor();
