@@ -30,7 +30,7 @@ let context: BrowserContext;
 let page: Page;
 let projectId = "";
 
-const me = `maker${Date.now()}@journey.example`;
+const me = "you@spring-shop.example";
 const password = "correct horse battery";
 const CONTACTS = ["ann@people.example", "bob@people.example", "bounce@people.example"] as const;
 const BOUNCE = CONTACTS[2];
