@@ -327,7 +327,7 @@ describe("the sandbox journey", () => {
     );
     expect(await bounced.first().innerText()).toMatch(/5\.1\.1|550|hard/i);
     await page.waitForLoadState("networkidle");
-    await photograph("activity");
+    await photograph("activity", bounced.first());
 
     await nav("Suppressions").click();
     await heading("Suppressions").waitFor();
