@@ -336,6 +336,14 @@ function ContactForm({ contact, onSaved, onCancel }: { contact?: Contact; onSave
   );
 }
 
+interface Suppressed {
+  email: string;
+  reason: string;
+  createdAt: string;
+}
+
+const SUPPRESSED_BECAUSE: Record<string, string> = { HARD_BOUNCE: "a hard bounce", COMPLAINT: "a complaint", MANUAL: "added by hand", UNSUBSCRIBE: "an unsubscribe" };
+
 interface EventRow {
   id: string;
   name: string;
@@ -347,6 +355,12 @@ export function ContactPage({ id }: { id: string }) {
   const c = useAsync(() => api<Contact>(`/contacts/${id}`), [id]);
   const events = useAsync(() => api<CursorPage<EventRow>>(`/events/contact/${id}`, { query: { limit: 100 } }), [id]);
   const emails = useAsync(() => api<CursorPage<any>>("/emails", { query: { contactId: id, limit: 50 } }), [id]);
+  // A suppressed address is never sent to, whatever its subscription: said here, with the way to lift it.
+  const address = c.data?.email.toLowerCase();
+  const suppression = useAsync(
+    () => (address ? api<CursorPage<Suppressed>>("/suppressions", { query: { email: address, limit: 10 } }).then((p) => p.data.find((s) => s.email === address) ?? null) : Promise.resolve(null)),
+    [address],
+  );
   const [saved, setSaved] = useState(false);
   const del = useAction();
   const [, navigate] = useLocation();
@@ -373,6 +387,12 @@ export function ContactPage({ id }: { id: string }) {
       }
     >
       <ErrorBanner error={del.error} />
+      {suppression.data && (
+        <Notice kind="warn">
+          {contact.email} is suppressed ({SUPPRESSED_BECAUSE[suppression.data.reason] ?? suppression.data.reason}, {fmtDate(suppression.data.createdAt)}): no email is sent to it. Lift it on the{" "}
+          <Link href="/suppressions">Suppressions</Link> page to send to it again.
+        </Notice>
+      )}
       <div className="grid2">
         <section className="card" aria-labelledby="c-edit">
           <h2 id="c-edit">Details</h2>
