@@ -18,6 +18,7 @@ import m018 from "../../migrations/018_executions_by_contact.sql" with { type: "
 import m019 from "../../migrations/019_executions_unstarted.sql" with { type: "text" };
 import m020 from "../../migrations/020_segment_members_synced.sql" with { type: "text" };
 import m021 from "../../migrations/021_session_revocation.sql" with { type: "text" };
+import m024 from "../../migrations/024_track_opens.sql" with { type: "text" };
 
 export const MIGRATIONS: { name: string; sql: string }[] = [
   { name: "001_foundation", sql: m001 },
@@ -39,4 +40,5 @@ export const MIGRATIONS: { name: string; sql: string }[] = [
   { name: "019_executions_unstarted", sql: m019 },
   { name: "020_segment_members_synced", sql: m020 },
   { name: "021_session_revocation", sql: m021 },
+  { name: "024_track_opens", sql: m024 },
 ];

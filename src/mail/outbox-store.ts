@@ -20,7 +20,7 @@ export type ClaimedEmail = Pick<
   "id" | "project_id" | "content_id" | "contact_id" | "to_email" | "to_name" | "vars" | "source_type" | "campaign_id" | "template_id" | "message_id" | "attempts" | "sent_at"
 >;
 
-export type ContentRow = Omit<Selectable<EmailContentsTable>, "created_at" | "no_tracking"> & { no_tracking?: number };
+export type ContentRow = Omit<Selectable<EmailContentsTable>, "created_at" | "no_tracking" | "track_opens"> & { no_tracking?: number; track_opens?: number | null };
 
 export type { EventRow };
 
@@ -142,7 +142,7 @@ function expiredLeases(sqlite: Database, now: number): string[] {
 function loadContents(sqlite: Database, ids: string[]): ContentRow[] {
   return sqlite
     .query<ContentRow, [string]>(
-      `SELECT id, project_id, subject, html, text, from_email, from_name, reply_to, type, headers, attachments, no_tracking
+      `SELECT id, project_id, subject, html, text, from_email, from_name, reply_to, type, headers, attachments, no_tracking, track_opens
        FROM email_contents WHERE id IN (SELECT value FROM json_each(?))`,
     )
     .all(JSON.stringify(ids));

@@ -48,6 +48,15 @@ function contentUsesUnsubscribeUrl(content: ContentRow): boolean {
   return v;
 }
 
+/** Whether the content's text part (its own text, or the HTML it is derived from) places the unsubscribe link itself. */
+const textPlacesUnsubscribe = new WeakMap<ContentRow, boolean>();
+function contentTextUsesUnsubscribeUrl(content: ContentRow): boolean {
+  if (content.text === null) return contentUsesUnsubscribeUrl(content);
+  let v = textPlacesUnsubscribe.get(content);
+  if (v === undefined) textPlacesUnsubscribe.set(content, (v = usesUnsubscribeUrl(content.text)));
+  return v;
+}
+
 /** `trackingMode`: the project's, read by the caller for a whole batch (looked up when absent). */
 export async function planMessage(ctx: AppContext, row: ClaimedEmail, content: ContentRow, keys: SigningKeys, trackingMode?: string): Promise<BuildPlan> {
   const system = row.source_type === "SYSTEM";
@@ -61,6 +70,8 @@ export async function planMessage(ctx: AppContext, row: ClaimedEmail, content: C
         toEmail: row.to_email,
         type: (content.type as MailType) ?? "TRANSACTIONAL",
         bodyUsesUnsubscribeUrl: contentUsesUnsubscribeUrl(content),
+        textUsesUnsubscribeUrl: contentTextUsesUnsubscribeUrl(content),
+        trackOpens: content.track_opens === null || content.track_opens === undefined ? null : content.track_opens === 1,
         fromEmail: content.from_email,
         trackingMode,
         urls: urls ?? undefined,

@@ -15,7 +15,7 @@ import { suppressedAmongRaw } from "../../mail/suppressions";
 import { wakeOutbox } from "../../mail/outbox";
 import { consumeQuotaRaw } from "../billing/quota";
 import { assertSenderAllowed } from "../domains/service";
-import { assertTemplateSyntax, getTemplate, type TemplateRow } from "../templates/service";
+import { assertTemplateSyntax, getTemplate, trackOpensOf, type TemplateRow } from "../templates/service";
 import { parseMailbox } from "../../mail/address";
 
 export type Mailbox = { name?: string | null; email: string };
@@ -156,7 +156,7 @@ export async function send(ctx: AppContext, projectId: string, input: SendInput)
     sqlite.transaction(() => {
       // The cap check and the count, in the same transaction as the email rows (402 rolls back everything).
       consumeQuotaRaw(sqlite, now, projectId, "transactional", v.to.length);
-      const contentId = insertContentRaw(sqlite, now, { projectId, subject, html, fromEmail, fromName, replyTo, type: "TRANSACTIONAL", headers: v.headers, attachments });
+      const contentId = insertContentRaw(sqlite, now, { projectId, subject, html, fromEmail, fromName, replyTo, type: "TRANSACTIONAL", headers: v.headers, attachments, trackOpens: tpl ? trackOpensOf(tpl.track_opens) : null });
       return v.to.map((r) => {
         const up = upsertContactRaw(sqlite, now, {
           projectId,
