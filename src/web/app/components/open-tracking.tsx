@@ -23,7 +23,7 @@ export function OpenTrackingField({ body, type, value, onChange, what }: { body:
   const pixel = mode !== "DISABLED" && (value ?? byDefault);
   const est = pixelCost({ body, type, publicUrl: location.origin, clickTracking: byDefault });
   return (
-    <div className="field">
+    <>
       <Select
         label="Open tracking"
         value={toChoice(value)}
@@ -45,6 +45,6 @@ export function OpenTrackingField({ body, type, value, onChange, what }: { body:
           <button type="button" className="small" onClick={() => onChange(false)}>Turn open tracking off</button>
         </Notice>
       )}
-    </div>
+    </>
   );
 }
