@@ -17,10 +17,15 @@ function projectTracks(mode: string, type: MailType): boolean {
   return mode === "MARKETING_ONLY" ? type !== "TRANSACTIONAL" : true;
 }
 
-export function OpenTrackingField({ body, type, value, onChange, what }: { body: string; type: MailType; value: boolean | null; onChange: (v: boolean | null) => void; what: "campaign" | "template" }) {
+/**
+ * `inherited`: for a workflow step, its template's trackOpens (the step's null means the template's
+ * setting, whose null is the project's).
+ */
+export function OpenTrackingField({ body, type, value, onChange, what, inherited }: { body: string; type: MailType; value: boolean | null; onChange: (v: boolean | null) => void; what: "campaign" | "template" | "workflow step"; inherited?: boolean | null }) {
   const mode = useSession().project?.tracking ?? "MARKETING_ONLY";
   const byDefault = projectTracks(mode, type);
-  const pixel = mode !== "DISABLED" && (value ?? byDefault);
+  const fallback = inherited ?? byDefault;
+  const pixel = mode !== "DISABLED" && (value ?? fallback);
   const est = pixelCost({ body, type, publicUrl: location.origin, clickTracking: byDefault });
   return (
     <>
@@ -29,7 +34,7 @@ export function OpenTrackingField({ body, type, value, onChange, what }: { body:
         value={toChoice(value)}
         onChange={(c) => onChange(fromChoice(c))}
         options={[
-          { value: "default", label: `Project default (${byDefault ? "on" : "off"})` },
+          { value: "default", label: `${inherited !== undefined ? "Template's setting" : "Project default"} (${fallback ? "on" : "off"})` },
           { value: "on", label: "On" },
           { value: "off", label: "Off" },
         ]}

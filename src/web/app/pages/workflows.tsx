@@ -4,6 +4,7 @@ import { Link, useLocation } from "wouter";
 import { api, fmtDate, type OffsetPage } from "../api";
 import { Badge, Checkbox, Empty, ErrorBanner, Loading, Modal, Notice, Page, Select, TextInput, useAction, useAsync, usePoll } from "../ui";
 import type { Template } from "./templates";
+import { OpenTrackingField } from "../components/open-tracking";
 
 interface Step {
   id: string;
@@ -302,6 +303,18 @@ function StepEditor({ wf, step, steps, transitions, reload }: { wf: Workflow; st
         <Select label="Email template" value={String(parsed?.templateId ?? "")} onChange={(v) => setConfig(JSON.stringify({ ...(parsed ?? {}), templateId: v }, null, 2))}
           options={[{ value: "", label: "Choose…" }, ...(templates.data ?? []).map((t) => ({ value: t.id, label: t.name }))]} />
       )}
+      {step.type === "SEND_EMAIL" && (() => {
+        const tpl = templates.data?.find((t) => t.id === parsed?.templateId);
+        if (!tpl) return null;
+        const v = parsed?.trackOpens;
+        return (
+          <OpenTrackingField body={tpl.body} type={tpl.type} what="workflow step" inherited={tpl.trackOpens ?? null} value={typeof v === "boolean" ? v : null}
+            onChange={(t) => {
+              const { trackOpens: _, ...rest } = parsed ?? {};
+              setConfig(JSON.stringify(t === null ? rest : { ...rest, trackOpens: t }, null, 2));
+            }} />
+        );
+      })()}
       <div className="field">
         <label htmlFor="step-config">Configuration (JSON)</label>
         <textarea id="step-config" className="mono" rows={6} value={config} onChange={(e) => setConfig(e.target.value)} aria-invalid={!parsed} />
