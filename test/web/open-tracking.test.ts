@@ -6,6 +6,7 @@ import type { Browser, Page } from "playwright-core";
 import { addVerifiedDomain } from "../domains/support";
 import { startDns, type TestDns } from "../support/dns";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
+import { waitFor } from "../support/wait";
 import { launchBrowser, newPage, pageErrors } from "./browser";
 
 let srv: TestServer;
@@ -89,6 +90,37 @@ describe("open tracking in the editors", () => {
     await page.waitForFunction(() => !location.hash.endsWith("/new"));
     const list = (await srv.api("/campaigns", { key: acc.secretKey })).body.data;
     expect(list.map((c: any) => [c.name, c.trackOpens])).toEqual([["Short news", false]]);
+    expect(pageErrors(page)).toEqual([]);
+  }, 30_000);
+
+  test("workflow step: the template's setting by default; a short template's cost is shown; turning it off is saved in config.trackOpens", async () => {
+    // A short template left at the project default, for the step to inherit "on".
+    const short = await srv.api("/templates", { key: acc.secretKey, body: { name: "Nudge", subject: "Hi", body: SHORT, from: "hello@news.acme.example" } });
+    expect(short.status).toBe(201);
+    await page.goto("/#/workflows");
+    await page.getByRole("button", { name: "New workflow" }).click();
+    const dialog = page.getByRole("dialog", { name: "New workflow" });
+    await dialog.getByLabel("Workflow name").fill("Nudges");
+    await dialog.getByLabel("Trigger event name").fill("idle");
+    await dialog.getByRole("button", { name: "Create workflow" }).click();
+    await page.getByRole("heading", { name: "Workflow: Nudges" }).waitFor();
+    await page.getByLabel("Step type").selectOption("SEND_EMAIL");
+    await page.getByRole("button", { name: "Add step" }).click();
+    const editor = page.getByRole("form", { name: "Configure step" });
+    await editor.waitFor();
+    await editor.getByLabel("Email template").selectOption({ label: "Nudge" });
+    expect(await editor.getByRole("option", { name: "Template's setting (on)" }).count()).toBe(1);
+    await editor.getByTestId("pixel-cost").waitFor();
+    expect(await editor.getByTestId("pixel-cost").innerText()).toContain("turn open tracking off for this workflow step");
+    await editor.getByRole("button", { name: "Turn open tracking off" }).click();
+    expect(JSON.parse(await editor.getByLabel("Configuration (JSON)").inputValue())).toEqual({ templateId: short.body.id, trackOpens: false });
+    await editor.getByRole("button", { name: "Save step" }).click();
+    const wf = (await srv.api("/workflows", { key: acc.secretKey })).body.data.find((w: any) => w.name === "Nudges");
+    const configs = await waitFor(async () => (await srv.api(`/workflows/${wf.id}`, { key: acc.secretKey })).body.steps.map((st: any) => st.config), {
+      until: (c: any[]) => c[0]?.trackOpens !== undefined,
+      what: "the step saved",
+    });
+    expect(configs).toEqual([{ templateId: short.body.id, trackOpens: false }]);
     expect(pageErrors(page)).toEqual([]);
   }, 30_000);
 });
