@@ -24,9 +24,8 @@ type Piece =
   | { kind: "dynamic-link"; prefix: string; quote: string; value: Part[] }
   /** The footer and the open pixel (in the text part: the text footer). */
   | { kind: "tail" }
-  /** Around a fragment: the HTML document's start and end, when the decoration asks for one. */
-  | { kind: "open" }
-  | { kind: "close" };
+  /** Around a fragment: the HTML document's start or end (encoded once), written when the decoration asks for one. */
+  | { kind: "document"; chunk: QpChunk };
 
 export interface Skeleton {
   html: Piece[];
@@ -137,7 +136,7 @@ function htmlPieces(parts: readonly Part[], chunks: QpChunks): Piece[] | null {
     pos = e.end;
   }
   if (pos < m.length) pieces.push({ kind: "lit", chunk: chunks.add(m.slice(pos)) });
-  if (isFragment(m)) pieces.unshift({ kind: "open" }), pieces.push({ kind: "close" });
+  if (isFragment(m)) pieces.unshift({ kind: "document", chunk: chunks.add(documentOpen) }), pieces.push({ kind: "document", chunk: chunks.add(documentClose) });
   return pieces;
 }
 
@@ -166,7 +165,8 @@ function write(w: BodyWriter, pieces: Piece[], bytes: Buffer, fill: Fill, html: 
   let col = 0;
   let pending = "";
   for (const p of pieces) {
-    if (p.kind !== "lit") {
+    if (p.kind === "document" && !fill.decoration?.document) continue;
+    if (p.kind !== "lit" && p.kind !== "document") {
       pending += filled(p, fill, html, safeBase);
       continue;
     }
@@ -176,17 +176,13 @@ function write(w: BodyWriter, pieces: Piece[], bytes: Buffer, fill: Fill, html: 
   if (pending) w.qpAt(pending, col);
 }
 
-function filled(p: Exclude<Piece, { kind: "lit" }>, fill: Fill, html: boolean, safeBase: boolean): string {
+function filled(p: Exclude<Piece, { kind: "lit" } | { kind: "document" }>, fill: Fill, html: boolean, safeBase: boolean): string {
   switch (p.kind) {
     case "slot":
       return slotText(p.slot, fill.vars, html ? escapeHtml : null);
     case "tail":
       if (!fill.decoration) return "";
       return html ? tailHtml(fill.decoration) : (fill.decoration.textFooter ?? "");
-    case "open":
-      return fill.decoration?.document ? documentOpen : "";
-    case "close":
-      return fill.decoration?.document ? documentClose : "";
     case "link": {
       const skip = fill.decoration?.skipPrefixes ?? [];
       return fill.track && p.url !== null && !skip.some((s) => p.url!.startsWith(s)) ? tracked(p.prefix, fill.track, p.url, safeBase) : p.original;
