@@ -4,3 +4,5 @@
 ALTER TABLE campaigns ADD COLUMN track_opens INTEGER;
 ALTER TABLE templates ADD COLUMN track_opens INTEGER;
 ALTER TABLE email_contents ADD COLUMN track_opens INTEGER;
+-- The project's postal address (optional): shown in the footer of MARKETING mail, HTML and text parts.
+ALTER TABLE projects ADD COLUMN postal_address TEXT;

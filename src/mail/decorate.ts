@@ -12,8 +12,8 @@ export interface Decorated {
  * The plain-text counterpart of the footer, appended to the text part (MARKETING and HEADLESS mail):
  * a reader of the text alternative gets the same unsubscribe and preferences links as one of the HTML.
  */
-export function footerText(unsubscribeUrl: string, manageUrl: string, toEmail?: string): string {
-  return `\n\n---\n${receivingLine(toEmail)}\nUnsubscribe: ${unsubscribeUrl}\nManage preferences: ${manageUrl}\n`;
+export function footerText(unsubscribeUrl: string, manageUrl: string, toEmail?: string, postalAddress?: string | null): string {
+  return `\n\n---\n${receivingLine(toEmail)}\nUnsubscribe: ${unsubscribeUrl}\nManage preferences: ${manageUrl}\n${postalAddress ? postalAddress + "\n" : ""}`;
 }
 
 /** Why the recipient gets the message, naming the address it went to when known (which one is subscribed). */
@@ -224,12 +224,13 @@ export function pixelHtml(url: string): string {
   return `<img src="${escapeAttr(url)}" width="1" height="1" alt="" style="display:block;width:1px;height:1px;border:0;margin:0;padding:0" />`;
 }
 
-export function footerHtml(unsubscribeUrl: string, manageUrl: string, toEmail?: string): string {
+export function footerHtml(unsubscribeUrl: string, manageUrl: string, toEmail?: string, postalAddress?: string | null): string {
   return (
     `<div style="margin:32px 0 0;padding:16px 0 0;border-top:1px solid #e5e5e5;font:12px/1.5 Arial,Helvetica,sans-serif;color:#6b6b6b;text-align:center">` +
     `${escapeText(receivingLine(toEmail))} ` +
     `<a href="${escapeAttr(unsubscribeUrl)}" style="color:#6b6b6b;text-decoration:underline">Unsubscribe</a> &middot; ` +
     `<a href="${escapeAttr(manageUrl)}" style="color:#6b6b6b;text-decoration:underline">Manage preferences</a>` +
+    (postalAddress ? `<br>${escapeText(postalAddress)}` : "") +
     `</div>`
   );
 }

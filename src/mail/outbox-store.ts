@@ -42,6 +42,8 @@ export interface OutboxStore {
   unsubscribedAmong(contactIds: string[]): Promise<Set<string>>;
   /** The tracking mode of each project (once per claimed batch, instead of a query per message). */
   trackingModes(projectIds: string[]): Promise<Map<string, string>>;
+  /** The postal address of each project that has one (the MARKETING footer). */
+  postalAddresses(projectIds: string[]): Promise<Map<string, string>>;
   /** Which of these campaigns are CANCELLED (a claimed email of one is never sent, even after a restart). */
   cancelledAmong(campaignIds: string[]): Promise<string[]>;
   /** The project whose VERIFIED domain `domain` signs the server's own account emails, if any. */
@@ -71,6 +73,7 @@ export function outboxStore(ctx: AppContext): OutboxStore {
     suppressedAmong: (projectId, emails) => exclusive((sqlite) => suppressedAmongRaw(sqlite, projectId, emails)),
     unsubscribedAmong: (contactIds) => exclusive((sqlite) => unsubscribedAmong(sqlite, contactIds)),
     trackingModes: (projectIds) => exclusive((sqlite) => trackingModes(sqlite, projectIds)),
+    postalAddresses: (projectIds) => exclusive((sqlite) => postalAddresses(sqlite, projectIds)),
     cancelledAmong: (campaignIds) => exclusive((sqlite) => cancelledAmong(sqlite, campaignIds)),
     systemSigningProject: (domain) => exclusive((sqlite) => systemSigningProject(sqlite, domain)),
     storeLinks: (projectId, links) => storeLinks(ctx, projectId, links),
@@ -154,6 +157,14 @@ function trackingModes(sqlite: Database, projectIds: string[]): Map<string, stri
     .query<{ id: string; tracking: string }, [string]>("SELECT id, tracking FROM projects WHERE id IN (SELECT value FROM json_each(?))")
     .all(JSON.stringify(projectIds));
   return new Map(rows.map((r) => [r.id, r.tracking]));
+}
+
+function postalAddresses(sqlite: Database, projectIds: string[]): Map<string, string> {
+  if (!projectIds.length) return new Map();
+  const rows = sqlite
+    .query<{ id: string; postal_address: string }, [string]>("SELECT id, postal_address FROM projects WHERE postal_address IS NOT NULL AND id IN (SELECT value FROM json_each(?))")
+    .all(JSON.stringify(projectIds));
+  return new Map(rows.map((r) => [r.id, r.postal_address]));
 }
 
 function unsubscribedAmong(sqlite: Database, contactIds: string[]): Set<string> {

@@ -79,6 +79,7 @@ interface BatchLookups {
   /** Contacts of the batch's MARKETING/HEADLESS emails that have unsubscribed since their email was queued. */
   unsubscribed: Set<string>;
   trackingModes: Map<string, string>;
+  postalAddresses: Map<string, string>;
 }
 
 /** A guard stops an email before any attempt, with the outcome it gets instead. */
@@ -293,7 +294,7 @@ export class Outbox {
       const content = batch.contents(row.content_id)!;
       // Content marked no_tracking (a campaign's test send) is never tracked.
       const mode = row.project_id ? (content.no_tracking ? "DISABLED" : (batch.trackingModes.get(row.project_id) ?? "ENABLED")) : undefined;
-      started.push(this.attempt(row, content, mode));
+      started.push(this.attempt(row, content, mode, row.project_id ? (batch.postalAddresses.get(row.project_id) ?? null) : null));
       if (i % 8 === 7) await yieldToEventLoop();
     }
     await Promise.all(started);
@@ -313,6 +314,7 @@ export class Outbox {
     const suppressed = new Set<string>();
     for (const [pid, emails] of byProject) for (const e of await this.store.suppressedAmong(pid, emails)) suppressed.add(`${pid}|${e}`);
     const trackingModes = byProject.size ? await this.store.trackingModes([...byProject.keys()]) : new Map<string, string>();
+    const postalAddresses = byProject.size ? await this.store.postalAddresses([...byProject.keys()]) : new Map<string, string>();
     // Subscription is checked when the email is queued and again here: a contact may unsubscribe
     // while a campaign's emails wait in the queue (or between retries).
     const needSubscription = rows.filter((r) => r.contact_id && NEEDS_SUBSCRIPTION.has(this.contents.get(r.content_id)?.type ?? "")).map((r) => r.contact_id!);
@@ -320,7 +322,7 @@ export class Outbox {
     // A campaign cancelled in another process, or before a restart that requeued its claimed emails.
     const campaigns = [...new Set(rows.map((r) => r.campaign_id).filter((id): id is string => id !== null))];
     if (campaigns.length) for (const id of await this.store.cancelledAmong(campaigns)) this.cancelCampaign(id);
-    return { contents: (id) => this.contents.get(id), withdrawn: (row) => this.withdrawn(row), suppressed, unsubscribed, trackingModes };
+    return { contents: (id) => this.contents.get(id), withdrawn: (row) => this.withdrawn(row), suppressed, unsubscribed, trackingModes, postalAddresses };
   }
 
   /** guard: the first guard that stops the email gives its outcome. */
@@ -333,11 +335,11 @@ export class Outbox {
   }
 
   /** plan, build, send. A failure before the wire is a local error: the email is deferred. */
-  private async attempt(row: ClaimedEmail, content: ContentRow, trackingMode: string | undefined): Promise<void> {
+  private async attempt(row: ClaimedEmail, content: ContentRow, trackingMode: string | undefined, postalAddress: string | null): Promise<void> {
     const builder = this.builder;
     let built: BuiltMessage;
     try {
-      built = await this.build(builder, row, content, trackingMode);
+      built = await this.build(builder, row, content, trackingMode, postalAddress);
     } catch (e) {
       this.ctx.log.error("outbox: building the message failed", { email: row.id, error: String(e) });
       const reply = `local error: ${String((e as Error)?.message ?? e)}`.slice(0, 500);
@@ -367,8 +369,8 @@ export class Outbox {
   }
 
   /** plan + build: the message's bytes, signed, its click-tracked links stored. */
-  private async build(builder: MessageBuilder, row: ClaimedEmail, content: ContentRow, trackingMode: string | undefined): Promise<BuiltMessage> {
-    const plan = await planMessage(this.ctx, row, content, this.keys, trackingMode);
+  private async build(builder: MessageBuilder, row: ClaimedEmail, content: ContentRow, trackingMode: string | undefined, postalAddress: string | null): Promise<BuiltMessage> {
+    const plan = await planMessage(this.ctx, row, content, this.keys, trackingMode, postalAddress);
     const built = await builder.build(plan, content);
     if (plan.decoration) {
       await this.storeLinksFirst(builder, plan.decoration.projectId, built.links).catch((e) => {

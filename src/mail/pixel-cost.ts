@@ -39,6 +39,8 @@ export interface PixelCostInput {
   publicUrl: string;
   /** Whether links are click-tracked (they become publicUrl/t/c/…). */
   clickTracking: boolean;
+  /** The project's postal address (in the MARKETING footer). */
+  postalAddress?: string | null;
 }
 
 export interface PixelCost {
@@ -63,7 +65,7 @@ export function pixelCost(input: PixelCostInput): PixelCost {
   let length = body.length;
   if (isFragment(body)) length += documentOpen.length + documentClose.length;
   if (input.type === "MARKETING" && !/\{\{\{?\s*unsubscribeUrl\b/.test(body)) {
-    length += footerHtml(`${input.publicUrl}/unsubscribe/${TOKEN}`, `${input.publicUrl}/manage/${TOKEN}`, "someone@example.com").length;
+    length += footerHtml(`${input.publicUrl}/unsubscribe/${TOKEN}`, `${input.publicUrl}/manage/${TOKEN}`, "someone@example.com", input.postalAddress).length;
   }
   if (input.clickTracking) {
     // A tracked href: publicUrl/t/c/<message token>.<link key> (about 60 characters after the base).

@@ -57,8 +57,8 @@ function contentTextUsesUnsubscribeUrl(content: ContentRow): boolean {
   return v;
 }
 
-/** `trackingMode`: the project's, read by the caller for a whole batch (looked up when absent). */
-export async function planMessage(ctx: AppContext, row: ClaimedEmail, content: ContentRow, keys: SigningKeys, trackingMode?: string): Promise<BuildPlan> {
+/** `trackingMode`, `postalAddress`: the project's, read by the caller for a whole batch (looked up when absent). */
+export async function planMessage(ctx: AppContext, row: ClaimedEmail, content: ContentRow, keys: SigningKeys, trackingMode?: string, postalAddress?: string | null): Promise<BuildPlan> {
   const system = row.source_type === "SYSTEM";
   const project = system ? null : row.project_id;
   const urls = project ? subscriptionUrls(ctx, project, row.contact_id, row.to_email) : null;
@@ -74,6 +74,7 @@ export async function planMessage(ctx: AppContext, row: ClaimedEmail, content: C
         trackOpens: content.track_opens === null || content.track_opens === undefined ? null : content.track_opens === 1,
         fromEmail: content.from_email,
         trackingMode,
+        postalAddress,
         urls: urls ?? undefined,
       })
     : null;

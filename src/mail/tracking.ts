@@ -36,6 +36,8 @@ export interface DecorateInput {
   trackOpens?: boolean | null;
   /** The sender address (for the List-Unsubscribe mailto on its bounce domain); looked up from the email row when absent. */
   fromEmail?: string;
+  /** The project's postal address (null: none), when the caller has it (the outbox reads it once per batch); looked up when absent. */
+  postalAddress?: string | null;
   /** The project's tracking mode, when the caller has it (the outbox reads it once per batch); looked up when absent. */
   trackingMode?: string;
   /** The recipient's subscription links, when the caller has computed them (three signatures); computed when absent. */
@@ -54,7 +56,7 @@ export const PATHS = {
 /** Plans open pixel, click-tracking links, unsubscribe footer and List-Unsubscribe headers as the project's settings say; null = nothing to do. */
 export async function planDecoration(ctx: AppContext, input: Omit<DecorateInput, "html">): Promise<DecorationPlan | null> {
   const listMail = input.type === "MARKETING" || input.type === "HEADLESS";
-  const { mode, fromEmail } = await messageSettings(ctx, input);
+  const { mode, fromEmail, postalAddress } = await messageSettings(ctx, input);
   // Opens and clicks are attributed to a contact; mail to nobody in particular (system mail,
   // campaign test sends) is never tracked.
   const track = !!input.contactId && trackingApplies(mode, input.type);
@@ -73,8 +75,8 @@ export async function planDecoration(ctx: AppContext, input: Omit<DecorateInput,
     if (fromEmail && mailtoReachable) targets.push(`<mailto:${unsubscribeLocalPart(ctx, input.emailId)}@${bounceDomainFor(domainOf(fromEmail))}?subject=unsubscribe>`);
     headers["List-Unsubscribe"] = targets.join(", ");
     headers["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click";
-    if (input.type === "MARKETING" && !input.bodyUsesUnsubscribeUrl) footer = footerHtml(urls.unsubscribeUrl, urls.manageUrl, input.toEmail);
-    if (!(input.textUsesUnsubscribeUrl ?? input.bodyUsesUnsubscribeUrl)) textFooter = footerText(urls.unsubscribeUrl, urls.manageUrl, input.toEmail);
+    if (input.type === "MARKETING" && !input.bodyUsesUnsubscribeUrl) footer = footerHtml(urls.unsubscribeUrl, urls.manageUrl, input.toEmail, postalAddress);
+    if (!(input.textUsesUnsubscribeUrl ?? input.bodyUsesUnsubscribeUrl)) textFooter = footerText(urls.unsubscribeUrl, urls.manageUrl, input.toEmail, postalAddress);
   }
   const base = ctx.config.publicUrl;
   return {
@@ -126,9 +128,11 @@ export function trackingApplies(mode: string, type: MailType): boolean {
 }
 
 /** The project's tracking mode and the email's sender, when the caller did not pass them (the outbox does). */
-async function messageSettings(ctx: AppContext, input: Omit<DecorateInput, "html">): Promise<{ mode: string; fromEmail: string | null }> {
-  if (input.trackingMode !== undefined && input.fromEmail !== undefined) return { mode: input.trackingMode, fromEmail: input.fromEmail };
+async function messageSettings(ctx: AppContext, input: Omit<DecorateInput, "html">): Promise<{ mode: string; fromEmail: string | null; postalAddress: string | null }> {
+  if (input.trackingMode !== undefined && input.fromEmail !== undefined && input.postalAddress !== undefined) {
+    return { mode: input.trackingMode, fromEmail: input.fromEmail, postalAddress: input.postalAddress };
+  }
   const row = await trackingSettings(ctx.db, input.projectId, input.emailId);
-  return { mode: row?.mode ?? "ENABLED", fromEmail: input.fromEmail ?? row?.fromEmail ?? null };
+  return { mode: input.trackingMode ?? row?.mode ?? "ENABLED", fromEmail: input.fromEmail ?? row?.fromEmail ?? null, postalAddress: input.postalAddress !== undefined ? input.postalAddress : (row?.postalAddress ?? null) };
 }
 

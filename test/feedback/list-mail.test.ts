@@ -120,6 +120,29 @@ describe("the text part of list mail", () => {
   });
 });
 
+describe("the project's postal address", () => {
+  test("set in the project settings, it ends both footers of MARKETING mail; cleared, it is gone", async () => {
+    const patch = (postalAddress: string | null) => env.srv.api(`/users/@me/projects/${env.acct.projectId}`, { method: "PATCH", cookie: env.acct.cookie, body: { postalAddress } });
+    const r = await patch("Acme Lda.\nRua das Flores 12\n4050-262 Porto, Portugal");
+    expect(r.status).toBe(200);
+    expect(r.body.postalAddress).toBe("Acme Lda., Rua das Flores 12, 4050-262 Porto, Portugal");
+    try {
+      const to = rcpt("postal");
+      const { m } = await campaignMessage(to);
+      const text = String(m.text).trimEnd();
+      expect(text.endsWith("\nAcme Lda., Rua das Flores 12, 4050-262 Porto, Portugal")).toBe(true);
+      const { unsubscribe } = textFooter(text.slice(0, text.lastIndexOf("\n")), to);
+      expect(unsubscribe.startsWith(`${base()}/unsubscribe/`)).toBe(true);
+      expect(String(m.html)).toContain(">Manage preferences</a><br>Acme Lda., Rua das Flores 12, 4050-262 Porto, Portugal</div>");
+    } finally {
+      expect((await patch(null)).body.postalAddress).toBeNull();
+    }
+    const { m } = await campaignMessage(rcpt("no-postal"));
+    expect(String(m.html)).not.toContain("Rua das Flores");
+    expect(String(m.text)).not.toContain("Rua das Flores");
+  });
+});
+
 describe("a fragment body is sent as a complete HTML document", () => {
   test("doctype, head and body around the content, footer and pixel inside the body's column", async () => {
     const to = rcpt("doc");

@@ -29,6 +29,8 @@ export interface ProjectsTable {
   tracking: string;
   /** whsec_… (migration 010); NULL until first needed on projects created before it. */
   webhook_secret?: string | null;
+  /** Shown in the footer of MARKETING mail (024); NULL = none. */
+  postal_address?: string | null;
   created_at: number;
   updated_at: number;
 }

@@ -63,6 +63,7 @@ export function projectRoutes(ctx: AppContext) {
         body: t.Object({
           name: t.Optional(Name),
           tracking: t.Optional(t.Union(svc.TRACKING_MODES.map((m) => t.Literal(m)))),
+          postalAddress: t.Optional(t.Nullable(t.String({ maxLength: 500 }))),
         }),
       },
     )

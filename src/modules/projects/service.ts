@@ -27,6 +27,7 @@ export function viewProject(p: ProjectRow, role?: string) {
     disabled: !!p.disabled,
     disabledReason: p.disabled_reason,
     tracking: p.tracking,
+    postalAddress: p.postal_address ?? null,
     createdAt: iso(p.created_at),
     updatedAt: iso(p.updated_at),
     ...(role ? { role } : {}),
@@ -44,6 +45,7 @@ export async function createProject(ctx: AppContext, ownerId: string, name: stri
     disabled: 0,
     disabled_reason: null,
     tracking: "MARKETING_ONLY", // decisions.md: new projects track marketing mail only; existing ones keep their mode
+    postal_address: null,
     created_at: now,
     updated_at: now,
   };
@@ -89,11 +91,18 @@ export function requireRole(role: string, allowed: Role[], action: string) {
   if (!allowed.includes(role as Role)) throw forbidden(`Your role (${role}) cannot ${action}`);
 }
 
-export async function updateProject(ctx: AppContext, projectId: string, patch: { name?: string; tracking?: TrackingMode }) {
+export async function updateProject(ctx: AppContext, projectId: string, patch: { name?: string; tracking?: TrackingMode; postalAddress?: string | null }) {
   const now = ctx.clock.now();
+  // An address is one line in footers: line breaks become ", ", blank is none.
+  const postal = patch.postalAddress === undefined ? undefined : (patch.postalAddress ?? "").split(/\s*[\r\n]+\s*/).filter(Boolean).join(", ").trim() || null;
   const row = await ctx.db
     .updateTable("projects")
-    .set({ ...(patch.name !== undefined ? { name: patch.name } : {}), ...(patch.tracking ? { tracking: patch.tracking } : {}), updated_at: now })
+    .set({
+      ...(patch.name !== undefined ? { name: patch.name } : {}),
+      ...(patch.tracking ? { tracking: patch.tracking } : {}),
+      ...(postal !== undefined ? { postal_address: postal } : {}),
+      updated_at: now,
+    })
     .where("id", "=", projectId)
     .returningAll()
     .executeTakeFirstOrThrow();

@@ -17,6 +17,8 @@ export interface Project {
   disabled: boolean;
   disabledReason: string | null;
   tracking: "MARKETING_ONLY" | "ENABLED" | "DISABLED";
+  /** Shown in the footer of MARKETING mail; null = none. */
+  postalAddress?: string | null;
   role?: "OWNER" | "ADMIN" | "MEMBER";
   createdAt: string;
   updatedAt: string;

@@ -22,11 +22,12 @@ function projectTracks(mode: string, type: MailType): boolean {
  * setting, whose null is the project's).
  */
 export function OpenTrackingField({ body, type, value, onChange, what, inherited }: { body: string; type: MailType; value: boolean | null; onChange: (v: boolean | null) => void; what: "campaign" | "template" | "workflow step"; inherited?: boolean | null }) {
-  const mode = useSession().project?.tracking ?? "MARKETING_ONLY";
+  const project = useSession().project;
+  const mode = project?.tracking ?? "MARKETING_ONLY";
   const byDefault = projectTracks(mode, type);
   const fallback = inherited ?? byDefault;
   const pixel = mode !== "DISABLED" && (value ?? fallback);
-  const est = pixelCost({ body, type, publicUrl: location.origin, clickTracking: byDefault });
+  const est = pixelCost({ body, type, publicUrl: location.origin, clickTracking: byDefault, postalAddress: project?.postalAddress });
   return (
     <>
       <Select
