@@ -91,6 +91,9 @@ try {
     return sink.byRecipient(to)[0]!;
   };
   const kinds: [string, string][] = [];
+  // A sender of marketing mail states its postal address (the MARKETING footer shows it).
+  const postal = await srv.api(`/users/@me/projects/${acc.projectId}`, { method: "PATCH", cookie: acc.cookie, body: { postalAddress: "Acme Lda., Rua das Flores 12, 4050-262 Porto, Portugal" } });
+  if (postal.status >= 300) throw new Error(`postal address: ${postal.status} ${postal.text}`);
 
   await send({
     to: "jane.doe@inbox-provider.com",
