@@ -14,7 +14,8 @@ export const MAX_DELAY_MS = 365 * 86_400_000;
 export const WEBHOOK_METHODS = ["POST", "GET", "PUT", "PATCH", "DELETE"] as const;
 export const SUBSCRIPTION_ACTIONS = ["none", "subscribe", "unsubscribe"] as const;
 
-export interface SendEmailConfig { templateId: string }
+/** `trackOpens`: the open pixel for this step's emails; absent/null = the template's trackOpens (itself null = the project's mode). */
+export interface SendEmailConfig { templateId: string; trackOpens?: boolean | null }
 export interface DelayConfig { amount: number; unit: DelayUnit }
 export interface WaitForEventConfig { eventName: string; timeout?: number }
 export type ConditionConfig = Record<string, unknown>;
@@ -61,7 +62,10 @@ export function checkStepConfig(type: StepType, raw: unknown, opts: StepConfigOp
   switch (type) {
     case "SEND_EMAIL": {
       if (typeof c.templateId !== "string" || !c.templateId.trim()) err("templateId", "Required: the id of the template to send", "invalid_type", c.templateId);
-      return { config: { templateId: typeof c.templateId === "string" ? c.templateId.trim() : c.templateId }, errors };
+      if (c.trackOpens !== undefined && c.trackOpens !== null && typeof c.trackOpens !== "boolean") err("trackOpens", "trackOpens must be true, false or null", "invalid_type", c.trackOpens);
+      const config: Record<string, unknown> = { templateId: typeof c.templateId === "string" ? c.templateId.trim() : c.templateId };
+      if (c.trackOpens !== undefined) config.trackOpens = c.trackOpens;
+      return { config, errors };
     }
     case "DELAY": {
       const amount = c.amount;

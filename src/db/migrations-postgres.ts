@@ -21,6 +21,7 @@ import p020 from "../../migrations/postgres/020_segment_members_synced.sql" with
 import p021 from "../../migrations/postgres/021_session_revocation.sql" with { type: "text" };
 import p022 from "../../migrations/postgres/022_suppressions_double_opt_in.sql" with { type: "text" };
 import p023 from "../../migrations/postgres/023_sandbox.sql" with { type: "text" };
+import p024 from "../../migrations/postgres/024_track_opens.sql" with { type: "text" };
 
 /** The PostgreSQL history: one twin per SQLite migration, the same name, applied in the same order. */
 export const POSTGRES_MIGRATIONS: { name: string; sql: string }[] = [
@@ -45,4 +46,5 @@ export const POSTGRES_MIGRATIONS: { name: string; sql: string }[] = [
   { name: "021_session_revocation", sql: p021 },
   { name: "022_suppressions_double_opt_in", sql: p022 },
   { name: "023_sandbox", sql: p023 },
+  { name: "024_track_opens", sql: p024 },
 ];

@@ -104,7 +104,8 @@ function render(plan: BuildPlan, content: ContentRow, linkKeys: LinkKeys, links:
   let headers: Record<string, string> = {};
   const d = plan.decoration;
   if (d) ({ html, headers } = applyDecoration(html, d, linkKeys.forMessage(d.projectId, d.linkGeneration, links)));
-  const text = content.text !== null ? renderText(content.text, vars) : derivedText(content, vars, html);
+  let text = content.text !== null ? renderText(content.text, vars) : derivedText(content, vars, html);
+  if (d?.textFooter) text += d.textFooter;
   return { subject, html, text, headers };
 }
 

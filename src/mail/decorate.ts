@@ -9,6 +9,18 @@ export interface Decorated {
 }
 
 /**
+ * The plain-text counterpart of the footer, appended to the text part (MARKETING and HEADLESS mail):
+ * a reader of the text alternative gets the same unsubscribe and preferences links as one of the HTML.
+ */
+export function footerText(unsubscribeUrl: string, manageUrl: string, toEmail?: string, postalAddress?: string | null): string {
+  return `\n\n---\n${receivingLine(toEmail)}\nUnsubscribe: ${unsubscribeUrl}\nManage preferences: ${manageUrl}\n${postalAddress ? postalAddress + "\n" : ""}`;
+}
+
+/** Why the recipient gets the message, naming the address it went to when known (which one is subscribed). */
+const receivingLine = (toEmail?: string) =>
+  toEmail ? `This email was sent to ${toEmail} because you subscribed to it.` : "You are receiving this email because you subscribed to it.";
+
+/**
  * What decoration does to one message, as plain data: computed on the main thread (it reads the
  * project's settings), applied to the rendered HTML wherever the message is built (applyDecoration,
  * in the build worker as a rule).
@@ -17,7 +29,14 @@ export interface DecorationPlan {
   projectId: string;
   /** Appended at the end of <body>. */
   footer?: string;
+  /** Appended at the end of the text part (footerText). */
+  textFooter?: string;
   pixelUrl?: string;
+  /**
+   * A body that is a fragment (no <html>/<body>) is sent as a complete HTML document (documentOpen,
+   * documentClose): list mail and every message with the open pixel.
+   */
+  document?: boolean;
   /** Click tracking: a link becomes `clickBase + <link key>`. */
   clickBase?: string;
   skipPrefixes: string[];
@@ -30,16 +49,50 @@ export interface DecorationPlan {
 /** Applies a plan to the rendered HTML; `linkKey` names a tracked URL (LinkKeys.forMessage). */
 export function applyDecoration(html: string, plan: DecorationPlan, linkKey: (url: string) => string): Decorated {
   const clickBase = plan.clickBase;
-  return {
-    html: decorateHtml(html, {
-      footer: plan.footer,
-      pixelUrl: plan.pixelUrl,
-      trackUrl: clickBase !== undefined ? (url) => clickBase + linkKey(url) : undefined,
-      skipPrefixes: plan.skipPrefixes,
-    }),
-    headers: plan.headers,
-  };
+  const out = decorateHtml(html, {
+    footer: plan.footer,
+    pixelUrl: plan.pixelUrl,
+    trackUrl: clickBase !== undefined ? (url) => clickBase + linkKey(url) : undefined,
+    skipPrefixes: plan.skipPrefixes,
+  });
+  return { html: plan.document && isFragment(html) ? documentOpen + out + documentClose : out, headers: plan.headers };
 }
+
+// ---- the HTML document around a fragment ---------------------------------------------------------
+//
+// A body written as a fragment ("<h1>..</h1><p>..</p>") is sent inside a complete HTML document, as
+// mail clients expect one: the common email boilerplate ("Good Email Code", Mark Robbins): charset, a
+// viewport for phones, no automatic reformatting or data detection, Outlook's DPI setting and a
+// 600px column it can center (a conditional table: Outlook ignores max-width), an article landmark
+// for screen readers. It is markup mail clients use, not filler. That it lengthens the HTML part
+// matters for SpamAssassin's HTML_IMAGE_ONLY_* rules, which fire on any <img> in an HTML part of at
+// most 3200 bytes, markup included, so the open pixel alone used to fire them on a bare ~2 KB
+// newsletter. Shorter messages still pay for the pixel: the editors say what it costs (README, "Open
+// tracking and spam filters").
+
+/** Whether a body is a fragment: no doctype, <html> or <body> of its own (comments aside). */
+export function isFragment(html: string): boolean {
+  return !/<(?:!doctype|html|body)\b/i.test(html.includes("<!--") ? html.replace(/<!--[\s\S]*?-->/g, "") : html);
+}
+
+export const documentOpen = [
+  `<!DOCTYPE html>`,
+  `<html dir="auto" xmlns="http://www.w3.org/1999/xhtml" xmlns:v="urn:schemas-microsoft-com:vml" xmlns:o="urn:schemas-microsoft-com:office:office">`,
+  `<head>`,
+  `<meta http-equiv="Content-Type" content="text/html; charset=utf-8">`,
+  `<meta name="x-apple-disable-message-reformatting">`,
+  `<meta http-equiv="x-ua-compatible" content="ie=edge">`,
+  `<meta name="viewport" content="width=device-width, initial-scale=1">`,
+  `<meta name="format-detection" content="telephone=no, date=no, address=no, email=no">`,
+  `<!--[if mso]><noscript><xml><o:OfficeDocumentSettings><o:PixelsPerInch>96</o:PixelsPerInch></o:OfficeDocumentSettings></xml></noscript><![endif]-->`,
+  `</head>`,
+  `<body style="margin:0;padding:0;word-spacing:normal;background-color:#ffffff">`,
+  `<div role="article" aria-roledescription="email" dir="auto" style="text-size-adjust:100%;-webkit-text-size-adjust:100%;-ms-text-size-adjust:100%">`,
+  `<!--[if mso]><table role="presentation" align="center" style="width:600px"><tr><td><![endif]-->`,
+  `<div style="max-width:600px;margin:0 auto;padding:24px 16px;font-family:Arial,Helvetica,sans-serif;font-size:16px;line-height:1.5;color:#1f1f1f">`,
+  ``,
+].join("\n");
+export const documentClose = `\n</div>\n<!--[if mso]></td></tr></table><![endif]-->\n</div>\n</body>\n</html>\n`;
 
 // ---- HTML ------------------------------------------------------------------------------------------
 
@@ -171,16 +224,18 @@ export function pixelHtml(url: string): string {
   return `<img src="${escapeAttr(url)}" width="1" height="1" alt="" style="display:block;width:1px;height:1px;border:0;margin:0;padding:0" />`;
 }
 
-export function footerHtml(unsubscribeUrl: string, manageUrl: string): string {
+export function footerHtml(unsubscribeUrl: string, manageUrl: string, toEmail?: string, postalAddress?: string | null): string {
   return (
     `<div style="margin:32px 0 0;padding:16px 0 0;border-top:1px solid #e5e5e5;font:12px/1.5 Arial,Helvetica,sans-serif;color:#6b6b6b;text-align:center">` +
-    `You are receiving this email because you subscribed to it. ` +
+    `${escapeText(receivingLine(toEmail))} ` +
     `<a href="${escapeAttr(unsubscribeUrl)}" style="color:#6b6b6b;text-decoration:underline">Unsubscribe</a> &middot; ` +
     `<a href="${escapeAttr(manageUrl)}" style="color:#6b6b6b;text-decoration:underline">Manage preferences</a>` +
+    (postalAddress ? `<br>${escapeText(postalAddress)}` : "") +
     `</div>`
   );
 }
 
+const escapeText = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 const escapeAttr = (s: string) => s.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 
 const NAMED: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: '"', apos: "'", nbsp: "\u00a0" };

@@ -30,6 +30,8 @@ export interface NewContent {
   attachments?: AttachmentInput[] | null;
   /** Never tracked, whatever the project's tracking mode (a campaign's test send). */
   noTracking?: boolean;
+  /** The open pixel (the campaign's, template's or workflow step's trackOpens): null/absent = the project's mode. */
+  trackOpens?: boolean | null;
 }
 
 export interface NewEmail {
@@ -69,6 +71,7 @@ function contentRow(id: string, now: number, c: NewContent): Insertable<EmailCon
     attachments: c.attachments && c.attachments.length ? JSON.stringify(c.attachments) : null,
     created_at: now,
     ...(c.noTracking ? { no_tracking: 1 } : {}),
+    ...(c.trackOpens === true || c.trackOpens === false ? { track_opens: c.trackOpens ? 1 : 0 } : {}),
   };
 }
 
@@ -123,7 +126,7 @@ export async function insertEmails(db: Db, now: number, hostname: string, rows: 
 
 // ---- raw flavour (inside ctx.store.exclusive, within one sqlite transaction) --------------------
 
-const CONTENT_COLUMNS = ["id", "project_id", "subject", "html", "text", "from_email", "from_name", "reply_to", "type", "headers", "attachments", "created_at"] as const;
+const CONTENT_COLUMNS = ["id", "project_id", "subject", "html", "text", "from_email", "from_name", "reply_to", "type", "headers", "attachments", "created_at", "track_opens"] as const;
 const EMAIL_COLUMNS = [
   "id",
   "project_id",

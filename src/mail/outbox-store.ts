@@ -22,7 +22,7 @@ export type ClaimedEmail = Pick<
   "id" | "project_id" | "content_id" | "contact_id" | "to_email" | "to_name" | "vars" | "source_type" | "campaign_id" | "template_id" | "message_id" | "attempts" | "sent_at" | "sandbox"
 >;
 
-export type ContentRow = Omit<Selectable<EmailContentsTable>, "created_at" | "no_tracking"> & { no_tracking?: number };
+export type ContentRow = Omit<Selectable<EmailContentsTable>, "created_at" | "no_tracking" | "track_opens"> & { no_tracking?: number; track_opens?: number | null };
 
 export type { EventRow };
 
@@ -44,6 +44,8 @@ export interface OutboxStore {
   unsubscribedAmong(contactIds: string[]): Promise<Set<string>>;
   /** The tracking mode of each project (once per claimed batch, instead of a query per message). */
   trackingModes(projectIds: string[]): Promise<Map<string, string>>;
+  /** The postal address of each project that has one (the MARKETING footer). */
+  postalAddresses(projectIds: string[]): Promise<Map<string, string>>;
   /** Which of these campaigns are CANCELLED (a claimed email of one is never sent, even after a restart). */
   cancelledAmong(campaignIds: string[]): Promise<string[]>;
   /** The project whose VERIFIED domain `domain` signs the server's own account emails, if any. */
@@ -75,6 +77,7 @@ export function outboxStore(ctx: AppContext): OutboxStore {
     suppressedAmong: (projectId, emails) => suppressedAmongRaw(q, projectId, emails),
     unsubscribedAmong: (contactIds) => unsubscribedAmong(q, contactIds),
     trackingModes: (projectIds) => trackingModes(q, projectIds),
+    postalAddresses: (projectIds) => postalAddresses(q, projectIds),
     cancelledAmong: (campaignIds) => cancelledAmong(q, campaignIds),
     systemSigningProject: (domain) => systemSigningProject(q, domain),
     storeLinks: (projectId, links) => storeLinks(ctx, projectId, links),
@@ -140,7 +143,7 @@ async function expiredLeases(q: Q, now: number): Promise<string[]> {
 
 function loadContents(q: Q, ids: string[]): Promise<ContentRow[]> {
   return q.all<ContentRow>(
-    `SELECT id, project_id, subject, html, text, from_email, from_name, reply_to, type, headers, attachments, no_tracking
+    `SELECT id, project_id, subject, html, text, from_email, from_name, reply_to, type, headers, attachments, no_tracking, track_opens
      FROM email_contents WHERE id IN (SELECT value FROM json_each(?))`,
     [JSON.stringify(ids)],
   );
@@ -150,6 +153,15 @@ async function trackingModes(q: Q, projectIds: string[]): Promise<Map<string, st
   if (!projectIds.length) return new Map();
   const rows = await q.all<{ id: string; tracking: string }>("SELECT id, tracking FROM projects WHERE id IN (SELECT value FROM json_each(?))", [JSON.stringify(projectIds)]);
   return new Map(rows.map((r) => [r.id, r.tracking]));
+}
+
+async function postalAddresses(q: Q, projectIds: string[]): Promise<Map<string, string>> {
+  if (!projectIds.length) return new Map();
+  const rows = await q.all<{ id: string; postal_address: string }>(
+    "SELECT id, postal_address FROM projects WHERE postal_address IS NOT NULL AND id IN (SELECT value FROM json_each(?))",
+    [JSON.stringify(projectIds)],
+  );
+  return new Map(rows.map((r) => [r.id, r.postal_address]));
 }
 
 async function unsubscribedAmong(q: Q, contactIds: string[]): Promise<Set<string>> {

@@ -82,6 +82,7 @@ interface BatchLookups {
   trackingModes: Map<string, string>;
   /** Projects of the batch that are sandboxes: their messages are captured instead of sent (sandbox.ts). */
   sandbox: Set<string>;
+  postalAddresses: Map<string, string>;
 }
 
 /** A guard stops an email before any attempt, with the outcome it gets instead. */
@@ -300,7 +301,7 @@ export class Outbox {
       const mode = row.project_id ? (content.no_tracking ? "DISABLED" : (batch.trackingModes.get(row.project_id) ?? "ENABLED")) : undefined;
       // Captured: the project is a sandbox now, or the email is sandbox mail (captured before, or queued while it was one).
       const sandbox = row.sandbox === 1 || (!!row.project_id && batch.sandbox.has(row.project_id));
-      started.push(this.attempt(row, content, mode, sandbox));
+      started.push(this.attempt(row, content, mode, sandbox, row.project_id ? (batch.postalAddresses.get(row.project_id) ?? null) : null));
       if (i % 8 === 7) await yieldToEventLoop();
     }
     await Promise.all(started);
@@ -320,6 +321,7 @@ export class Outbox {
     const suppressed = new Set<string>();
     for (const [pid, emails] of byProject) for (const e of await this.store.suppressedAmong(pid, emails)) suppressed.add(`${pid}|${e}`);
     const trackingModes = byProject.size ? await this.store.trackingModes([...byProject.keys()]) : new Map<string, string>();
+    const postalAddresses = byProject.size ? await this.store.postalAddresses([...byProject.keys()]) : new Map<string, string>();
     // Subscription is checked when the email is queued and again here: a contact may unsubscribe
     // while a campaign's emails wait in the queue (or between retries).
     const needSubscription = rows.filter((r) => r.contact_id && NEEDS_SUBSCRIPTION.has(this.contents.get(r.content_id)?.type ?? "")).map((r) => r.contact_id!);
@@ -329,7 +331,7 @@ export class Outbox {
     if (campaigns.length) for (const id of await this.store.cancelledAmong(campaigns)) this.cancelCampaign(id);
     const sandbox = new Set<string>();
     for (const pid of byProject.keys()) if (await isSandbox(this.ctx, pid)) sandbox.add(pid);
-    return { contents: (id) => this.contents.get(id), withdrawn: (row) => this.withdrawn(row), suppressed, unsubscribed, trackingModes, sandbox };
+    return { contents: (id) => this.contents.get(id), withdrawn: (row) => this.withdrawn(row), suppressed, unsubscribed, trackingModes, sandbox, postalAddresses };
   }
 
   /** guard: the first guard that stops the email gives its outcome. */
@@ -342,11 +344,11 @@ export class Outbox {
   }
 
   /** plan, build, send. A failure before the wire is a local error: the email is deferred. */
-  private async attempt(row: ClaimedEmail, content: ContentRow, trackingMode: string | undefined, sandbox: boolean): Promise<void> {
+  private async attempt(row: ClaimedEmail, content: ContentRow, trackingMode: string | undefined, sandbox: boolean, postalAddress: string | null): Promise<void> {
     const builder = this.builder;
     let built: BuiltMessage;
     try {
-      built = await this.build(builder, row, content, trackingMode);
+      built = await this.build(builder, row, content, trackingMode, postalAddress);
     } catch (e) {
       this.ctx.log.error("outbox: building the message failed", { email: row.id, error: String(e) });
       const reply = `local error: ${String((e as Error)?.message ?? e)}`.slice(0, 500);
@@ -377,8 +379,8 @@ export class Outbox {
   }
 
   /** plan + build: the message's bytes, signed, its click-tracked links stored. */
-  private async build(builder: MessageBuilder, row: ClaimedEmail, content: ContentRow, trackingMode: string | undefined): Promise<BuiltMessage> {
-    const plan = await planMessage(this.ctx, row, content, this.keys, trackingMode);
+  private async build(builder: MessageBuilder, row: ClaimedEmail, content: ContentRow, trackingMode: string | undefined, postalAddress: string | null): Promise<BuiltMessage> {
+    const plan = await planMessage(this.ctx, row, content, this.keys, trackingMode, postalAddress);
     const built = await builder.build(plan, content);
     if (plan.decoration) {
       await this.storeLinksFirst(builder, plan.decoration.projectId, built.links).catch((e) => {

@@ -48,8 +48,17 @@ function contentUsesUnsubscribeUrl(content: ContentRow): boolean {
   return v;
 }
 
-/** `trackingMode`: the project's, read by the caller for a whole batch (looked up when absent). */
-export async function planMessage(ctx: AppContext, row: ClaimedEmail, content: ContentRow, keys: SigningKeys, trackingMode?: string): Promise<BuildPlan> {
+/** Whether the content's text part (its own text, or the HTML it is derived from) places the unsubscribe link itself. */
+const textPlacesUnsubscribe = new WeakMap<ContentRow, boolean>();
+function contentTextUsesUnsubscribeUrl(content: ContentRow): boolean {
+  if (content.text === null) return contentUsesUnsubscribeUrl(content);
+  let v = textPlacesUnsubscribe.get(content);
+  if (v === undefined) textPlacesUnsubscribe.set(content, (v = usesUnsubscribeUrl(content.text)));
+  return v;
+}
+
+/** `trackingMode`, `postalAddress`: the project's, read by the caller for a whole batch (looked up when absent). */
+export async function planMessage(ctx: AppContext, row: ClaimedEmail, content: ContentRow, keys: SigningKeys, trackingMode?: string, postalAddress?: string | null): Promise<BuildPlan> {
   const system = row.source_type === "SYSTEM";
   const project = system ? null : row.project_id;
   const urls = project ? subscriptionUrls(ctx, project, row.contact_id, row.to_email) : null;
@@ -61,8 +70,11 @@ export async function planMessage(ctx: AppContext, row: ClaimedEmail, content: C
         toEmail: row.to_email,
         type: (content.type as MailType) ?? "TRANSACTIONAL",
         bodyUsesUnsubscribeUrl: contentUsesUnsubscribeUrl(content),
+        textUsesUnsubscribeUrl: contentTextUsesUnsubscribeUrl(content),
+        trackOpens: content.track_opens === null || content.track_opens === undefined ? null : content.track_opens === 1,
         fromEmail: content.from_email,
         trackingMode,
+        postalAddress,
         urls: urls ?? undefined,
       })
     : null;

@@ -11,7 +11,7 @@
 // rendered message. A template where that does not hold gets no skeleton (its messages are built one
 // at a time, as always): {{{raw}}} slots, a slot inside a link's tag outside its href, a slot in an
 // unquoted href, a slot right after "<" or "</".
-import { linkSites, linkTags, tailAt, tailHtml, trackableUrl, trackedHref, type DecorationPlan } from "./decorate";
+import { documentClose, documentOpen, isFragment, linkSites, linkTags, tailAt, tailHtml, trackableUrl, trackedHref, type DecorationPlan } from "./decorate";
 import { QpChunks, type BodyWriter, type QpChunk } from "./qp";
 import { compile, escapeHtml, slotText, type Part, type Slot, type Vars } from "./render";
 
@@ -22,8 +22,10 @@ type Piece =
   | { kind: "link"; prefix: string; url: string | null; original: string }
   /** A link whose href holds slots: decided per message on the rendered value. */
   | { kind: "dynamic-link"; prefix: string; quote: string; value: Part[] }
-  /** The footer and the open pixel. */
-  | { kind: "tail" };
+  /** The footer and the open pixel (in the text part: the text footer). */
+  | { kind: "tail" }
+  /** Around a fragment: the HTML document's start or end (encoded once), written when the decoration asks for one. */
+  | { kind: "document"; chunk: QpChunk };
 
 export interface Skeleton {
   html: Piece[];
@@ -59,6 +61,7 @@ export function prepareSkeleton(htmlSource: string, textSource: string): Skeleto
   const html = htmlPieces(htmlParts, chunks);
   if (!html) return null;
   const text = textParts.map((p): Piece => (typeof p === "string" ? { kind: "lit", chunk: chunks.add(p) } : { kind: "slot", slot: p }));
+  text.push({ kind: "tail" });
   return { html, text, bytes: chunks.finish() };
 }
 
@@ -133,6 +136,7 @@ function htmlPieces(parts: readonly Part[], chunks: QpChunks): Piece[] | null {
     pos = e.end;
   }
   if (pos < m.length) pieces.push({ kind: "lit", chunk: chunks.add(m.slice(pos)) });
+  if (isFragment(m)) pieces.unshift({ kind: "document", chunk: chunks.add(documentOpen) }), pieces.push({ kind: "document", chunk: chunks.add(documentClose) });
   return pieces;
 }
 
@@ -161,7 +165,8 @@ function write(w: BodyWriter, pieces: Piece[], bytes: Buffer, fill: Fill, html: 
   let col = 0;
   let pending = "";
   for (const p of pieces) {
-    if (p.kind !== "lit") {
+    if (p.kind === "document" && !fill.decoration?.document) continue;
+    if (p.kind !== "lit" && p.kind !== "document") {
       pending += filled(p, fill, html, safeBase);
       continue;
     }
@@ -171,12 +176,13 @@ function write(w: BodyWriter, pieces: Piece[], bytes: Buffer, fill: Fill, html: 
   if (pending) w.qpAt(pending, col);
 }
 
-function filled(p: Exclude<Piece, { kind: "lit" }>, fill: Fill, html: boolean, safeBase: boolean): string {
+function filled(p: Exclude<Piece, { kind: "lit" } | { kind: "document" }>, fill: Fill, html: boolean, safeBase: boolean): string {
   switch (p.kind) {
     case "slot":
       return slotText(p.slot, fill.vars, html ? escapeHtml : null);
     case "tail":
-      return fill.decoration ? tailHtml(fill.decoration) : "";
+      if (!fill.decoration) return "";
+      return html ? tailHtml(fill.decoration) : (fill.decoration.textFooter ?? "");
     case "link": {
       const skip = fill.decoration?.skipPrefixes ?? [];
       return fill.track && p.url !== null && !skip.some((s) => p.url!.startsWith(s)) ? tracked(p.prefix, fill.track, p.url, safeBase) : p.original;

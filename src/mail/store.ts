@@ -52,15 +52,15 @@ export async function disableProject(db: Kysely<DB>, projectId: string, reason: 
 }
 
 /** The project's tracking mode and the email's sender address (null when the email is not the project's). */
-export async function trackingSettings(db: Kysely<DB>, projectId: string, emailId: string): Promise<{ mode: string; fromEmail: string | null } | null> {
+export async function trackingSettings(db: Kysely<DB>, projectId: string, emailId: string): Promise<{ mode: string; fromEmail: string | null; postalAddress: string | null } | null> {
   const row = await db
     .selectFrom("projects as p")
     .leftJoin("emails as e", (j) => j.on("e.id", "=", emailId).onRef("e.project_id", "=", "p.id"))
     .leftJoin("email_contents as c", "c.id", "e.content_id")
-    .select(["p.tracking as tracking", "c.from_email as from_email"])
+    .select(["p.tracking as tracking", "c.from_email as from_email", "p.postal_address as postal_address"])
     .where("p.id", "=", projectId)
     .executeTakeFirst();
-  return row ? { mode: row.tracking, fromEmail: row.from_email } : null;
+  return row ? { mode: row.tracking, fromEmail: row.from_email, postalAddress: row.postal_address ?? null } : null;
 }
 
 // ---- the email row after its attempts: every status change here goes through afterFeedback ----------

@@ -8,10 +8,10 @@ import { bounceDomainFor, domainOf } from "./address";
 import { isQualifiedHostname } from "./deliverability";
 import { clickEmailToken, openToken, secretOf, subscriptionToken, unsubscribeLocalPart } from "./tokens";
 import { LinkKeys, linkGeneration, storeLinks, type FreshLinks } from "./tracked-links";
-import { applyDecoration, footerHtml, type Decorated, type DecorationPlan } from "./decorate";
+import { applyDecoration, footerHtml, footerText, type Decorated, type DecorationPlan } from "./decorate";
 import { trackingSettings } from "./store";
 
-export { applyDecoration, decodeEntities, decorateHtml, footerHtml, pixelHtml, type Decorated, type DecorationPlan, type HtmlDecoration } from "./decorate";
+export { applyDecoration, decodeEntities, decorateHtml, footerHtml, footerText, pixelHtml, type Decorated, type DecorationPlan, type HtmlDecoration } from "./decorate";
 
 export type MailType = "TRANSACTIONAL" | "MARKETING" | "HEADLESS";
 export type TrackingMode = "ENABLED" | "DISABLED" | "MARKETING_ONLY";
@@ -26,8 +26,18 @@ export interface DecorateInput {
   html: string;
   /** Whether the body source already used {{unsubscribeUrl}} (then no footer is appended). */
   bodyUsesUnsubscribeUrl: boolean;
+  /** The same for the text part's source (its own text, or the HTML it is derived from); default: bodyUsesUnsubscribeUrl. */
+  textUsesUnsubscribeUrl?: boolean;
+  /**
+   * The open pixel for this content (the campaign's, template's or workflow step's `trackOpens`):
+   * null/undefined = as the project's tracking mode says; false = never; true = whenever the
+   * project's mode is not DISABLED (which turns every pixel off).
+   */
+  trackOpens?: boolean | null;
   /** The sender address (for the List-Unsubscribe mailto on its bounce domain); looked up from the email row when absent. */
   fromEmail?: string;
+  /** The project's postal address (null: none), when the caller has it (the outbox reads it once per batch); looked up when absent. */
+  postalAddress?: string | null;
   /** The project's tracking mode, when the caller has it (the outbox reads it once per batch); looked up when absent. */
   trackingMode?: string;
   /** The recipient's subscription links, when the caller has computed them (three signatures); computed when absent. */
@@ -46,15 +56,17 @@ export const PATHS = {
 /** Plans open pixel, click-tracking links, unsubscribe footer and List-Unsubscribe headers as the project's settings say; null = nothing to do. */
 export async function planDecoration(ctx: AppContext, input: Omit<DecorateInput, "html">): Promise<DecorationPlan | null> {
   const listMail = input.type === "MARKETING" || input.type === "HEADLESS";
-  const { mode, fromEmail } = await messageSettings(ctx, input);
+  const { mode, fromEmail, postalAddress } = await messageSettings(ctx, input);
   // Opens and clicks are attributed to a contact; mail to nobody in particular (system mail,
   // campaign test sends) is never tracked.
   const track = !!input.contactId && trackingApplies(mode, input.type);
-  if (!listMail && !track) return null;
+  const opens = !!input.contactId && mode !== "DISABLED" && (input.trackOpens ?? trackingApplies(mode, input.type));
+  if (!listMail && !track && !opens) return null;
 
   const urls = input.urls ?? subscriptionUrls(ctx, input.projectId, input.contactId, input.toEmail);
   const headers: Record<string, string> = {};
   let footer: string | undefined;
+  let textFooter: string | undefined;
   if (listMail) {
     const targets = [`<${urls.unsubscribeUrl}>`];
     // The mailto target reaches us only through the bounce domain's MX (published for a qualified MAILSVC_HOSTNAME)
@@ -63,13 +75,16 @@ export async function planDecoration(ctx: AppContext, input: Omit<DecorateInput,
     if (fromEmail && mailtoReachable) targets.push(`<mailto:${unsubscribeLocalPart(ctx, input.emailId)}@${bounceDomainFor(domainOf(fromEmail))}?subject=unsubscribe>`);
     headers["List-Unsubscribe"] = targets.join(", ");
     headers["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click";
-    if (input.type === "MARKETING" && !input.bodyUsesUnsubscribeUrl) footer = footerHtml(urls.unsubscribeUrl, urls.manageUrl);
+    if (input.type === "MARKETING" && !input.bodyUsesUnsubscribeUrl) footer = footerHtml(urls.unsubscribeUrl, urls.manageUrl, input.toEmail, postalAddress);
+    if (!(input.textUsesUnsubscribeUrl ?? input.bodyUsesUnsubscribeUrl)) textFooter = footerText(urls.unsubscribeUrl, urls.manageUrl, input.toEmail, postalAddress);
   }
   const base = ctx.config.publicUrl;
   return {
     projectId: input.projectId,
     footer,
-    pixelUrl: track ? base + PATHS.open + openToken(ctx, input.emailId) : undefined,
+    textFooter,
+    pixelUrl: opens ? base + PATHS.open + openToken(ctx, input.emailId) : undefined,
+    document: listMail || opens,
     clickBase: track ? `${base}${PATHS.click}${clickEmailToken(ctx, input.emailId)}.` : undefined,
     skipPrefixes: [PATHS.open, PATHS.click, PATHS.unsubscribe, PATHS.subscribe, PATHS.manage].map((p) => base + p),
     headers,
@@ -113,9 +128,11 @@ export function trackingApplies(mode: string, type: MailType): boolean {
 }
 
 /** The project's tracking mode and the email's sender, when the caller did not pass them (the outbox does). */
-async function messageSettings(ctx: AppContext, input: Omit<DecorateInput, "html">): Promise<{ mode: string; fromEmail: string | null }> {
-  if (input.trackingMode !== undefined && input.fromEmail !== undefined) return { mode: input.trackingMode, fromEmail: input.fromEmail };
+async function messageSettings(ctx: AppContext, input: Omit<DecorateInput, "html">): Promise<{ mode: string; fromEmail: string | null; postalAddress: string | null }> {
+  if (input.trackingMode !== undefined && input.fromEmail !== undefined && input.postalAddress !== undefined) {
+    return { mode: input.trackingMode, fromEmail: input.fromEmail, postalAddress: input.postalAddress };
+  }
   const row = await trackingSettings(ctx.db, input.projectId, input.emailId);
-  return { mode: row?.mode ?? "ENABLED", fromEmail: input.fromEmail ?? row?.fromEmail ?? null };
+  return { mode: input.trackingMode ?? row?.mode ?? "ENABLED", fromEmail: input.fromEmail ?? row?.fromEmail ?? null, postalAddress: input.postalAddress !== undefined ? input.postalAddress : (row?.postalAddress ?? null) };
 }
 

@@ -93,6 +93,13 @@ const CASES: { name: string; html: string; text?: string; vars?: Record<string, 
   { name: "a footer but no click tracking", html: NEWSLETTER, d: decoration({ clickBase: undefined, pixelUrl: undefined }) },
   { name: "a click base that must be escaped in an attribute", html: NEWSLETTER, d: decoration({ clickBase: `${BASE}/t/c/?a=1&b="x"` }) },
   { name: "a plain-text template of its own", html: NEWSLETTER, text: "Hi {{firstName}}, read https://example.com/{{ id }}" },
+  {
+    name: "list mail: a fragment sent as a document, the text part ending with the text footer",
+    html: `<h1>News</h1><p>Hi {{firstName}} <a href="https://example.com/x">x</a></p>`,
+    d: decoration({ document: true, textFooter: `\n\n---\nThis email was sent to ann@rcpt.test because you subscribed to it.\nUnsubscribe: ${BASE}/unsubscribe/tok\nManage preferences: ${BASE}/manage/tok\n` }),
+  },
+  { name: "list mail: a body that is a document already gets no second one", html: NEWSLETTER, d: decoration({ document: true, textFooter: "\n\n---\nUnsubscribe: x\n" }) },
+  { name: "a long fragment line as a document", html: LONG_LINE, vars: { firstName: "Zoë ".repeat(30) }, d: decoration({ document: true }) },
 ];
 
 describe("a content's skeleton", () => {
@@ -104,6 +111,8 @@ describe("a content's skeleton", () => {
       const [a, b] = await Promise.all([simpleParser(single.raw), simpleParser(fromSkeleton.raw)]);
       expect(b.html).toBe(a.html);
       expect(b.text).toBe(a.text);
+      if (c.d?.document) expect(String(a.html).startsWith("<!DOCTYPE html>")).toBe(!/<html/i.test(c.html));
+      if (c.d?.textFooter) expect(String(a.text).trimEnd()).toEndWith(c.d.textFooter.trim());
       expect(b.subject).toBe(a.subject!);
       expect(b.headers.get("list-unsubscribe")).toEqual(a.headers.get("list-unsubscribe"));
       expect(fromSkeleton.links).toEqual(single.links);

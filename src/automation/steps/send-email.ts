@@ -12,7 +12,7 @@ import type { StepRunner } from "./env";
  * an unsubscribed contact and go on.
  */
 export const runSendEmail: StepRunner = async (env) => {
-  const { templateId } = env.step.config as unknown as SendEmailConfig;
+  const { templateId, trackOpens: stepTrackOpens } = env.step.config as unknown as SendEmailConfig;
   const projectId = env.workflow.projectId;
   const memoKey = `tpl:${projectId}:${templateId}`;
   let tpl = env.memo.get(memoKey) as Awaited<ReturnType<typeof getTemplateRow>>;
@@ -32,7 +32,8 @@ export const runSendEmail: StepRunner = async (env) => {
     }
   }
   // The content (the template's sources) is shared by every email of this transaction's batch.
-  const contentKey = `content:${tpl.id}:${tpl.updated_at}`;
+  const trackOpens = stepTrackOpens ?? (tpl.track_opens === null ? null : tpl.track_opens === 1);
+  const contentKey = `content:${tpl.id}:${tpl.updated_at}:${trackOpens}`;
   let contentId = env.memo.get(contentKey) as string | undefined;
   if (!contentId) {
     contentId = await insertContent(env.trx, env.now, {
@@ -43,6 +44,7 @@ export const runSendEmail: StepRunner = async (env) => {
       fromName: tpl.from_name,
       replyTo: tpl.reply_to,
       type: tpl.type as "TRANSACTIONAL" | "MARKETING" | "HEADLESS",
+      trackOpens,
     });
     env.memo.set(contentKey, contentId);
   }

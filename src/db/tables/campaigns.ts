@@ -20,6 +20,8 @@ export interface CampaignsTable {
   /** JSON condition tree (FILTERED). */
   audience_condition: string | null;
   template_id: string | null;
+  /** The open pixel: NULL = the project's tracking mode, 0 = never, 1 = unless tracking is DISABLED (024). */
+  track_opens: Generated<number | null>;
   scheduled_for: number | null;
   content_id: string | null;
   fanout_last_id: string | null;

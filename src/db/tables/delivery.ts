@@ -16,6 +16,8 @@ export interface EmailContentsTable {
   created_at: number;
   /** 1: never tracked (a campaign's test send). */
   no_tracking: Generated<number>;
+  /** The open pixel: NULL = as the project's tracking mode says, 0 = never, 1 = unless tracking is DISABLED (024). */
+  track_opens: Generated<number | null>;
 }
 
 export type EmailStatus =

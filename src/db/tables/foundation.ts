@@ -35,6 +35,8 @@ export interface ProjectsTable {
   double_opt_in?: number;
   double_opt_in_template_id?: string | null;
   double_opt_in_redirect_url?: string | null;
+  /** Shown in the footer of MARKETING mail (024); NULL = none. */
+  postal_address?: string | null;
   created_at: number;
   updated_at: number;
 }

@@ -41,6 +41,8 @@ export interface TemplatesTable {
   from_name: string | null;
   reply_to: string | null;
   type: Generated<TemplateType>;
+  /** The open pixel: NULL = the project's tracking mode, 0 = never, 1 = unless tracking is DISABLED (024). */
+  track_opens: Generated<number | null>;
   created_at: number;
   updated_at: number;
 }

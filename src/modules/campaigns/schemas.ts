@@ -28,6 +28,7 @@ export const CreateCampaign = t.Object({
   audienceCondition: t.Optional(fields.audienceCondition),
   templateId: t.Optional(fields.templateId),
   scheduledFor: t.Optional(fields.scheduledFor),
+  trackOpens: t.Optional(fields.trackOpens),
 });
 
 export const UpdateCampaign = t.Object({
@@ -44,6 +45,7 @@ export const UpdateCampaign = t.Object({
   audienceCondition: t.Optional(fields.audienceCondition),
   templateId: t.Optional(fields.templateId),
   scheduledFor: t.Optional(fields.scheduledFor),
+  trackOpens: t.Optional(fields.trackOpens),
 });
 
 export const SendBody = t.Optional(t.Nullable(t.Object({ scheduledFor: t.Optional(t.Any()) })));

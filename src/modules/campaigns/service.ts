@@ -14,7 +14,7 @@ import { insertContent, insertEmails } from "../../mail/enqueue";
 import { suppressedAmong } from "../../mail/suppressions";
 import { campaignCancelled, wakeOutbox } from "../../mail/outbox";
 import { assertSenderAllowed } from "../domains/service";
-import { assertTemplateSyntax, DIRS, findTemplate, SORTS, type TemplateInput } from "../templates/service";
+import { assertTemplateSyntax, DIRS, findTemplate, SORTS, trackOpensColumn, trackOpensOf, type TemplateInput } from "../templates/service";
 import { audienceErrors, audienceHasAnyFor, audienceWhere } from "./audience";
 import { JOBS } from "./jobs";
 import * as q from "./queries";
@@ -48,6 +48,7 @@ export function viewCampaign(c: CampaignRow, k: Counters = q.ZERO) {
     segmentId: c.segment_id,
     audienceCondition: c.audience_condition ? JSON.parse(c.audience_condition) : null,
     templateId: c.template_id,
+    trackOpens: trackOpensOf(c.track_opens),
     scheduledFor: iso(c.scheduled_for),
     totalRecipients: c.total_recipients,
     sentCount: k.sent,
@@ -122,6 +123,7 @@ export async function createCampaign(ctx: AppContext, projectId: string, input: 
     segment_id: input.segmentId ?? null,
     audience_condition: conditionJson(input.audienceCondition),
     template_id: input.templateId ?? null,
+    track_opens: trackOpensColumn(input.trackOpens),
     scheduled_for: parseScheduledFor(input.scheduledFor),
     ...freshSendState(now),
   };
@@ -147,6 +149,7 @@ export async function updateCampaign(ctx: AppContext, projectId: string, id: str
   if (patch.segmentId !== undefined) set.segment_id = patch.segmentId;
   if (patch.audienceCondition !== undefined) set.audience_condition = conditionJson(patch.audienceCondition);
   if (patch.templateId !== undefined) set.template_id = patch.templateId;
+  if (patch.trackOpens !== undefined) set.track_opens = trackOpensColumn(patch.trackOpens);
   let reschedule: number | null = null;
   if (patch.scheduledFor !== undefined) {
     const ms = parseScheduledFor(patch.scheduledFor);
@@ -245,6 +248,7 @@ export async function beginSending(
     fromName: c.from_name,
     replyTo: c.reply_to,
     type: c.type as TemplateType,
+    trackOpens: trackOpensOf(c.track_opens),
   });
   const row = await q.updateCampaignRow(
     trx,

@@ -74,6 +74,7 @@ export function projectRoutes(ctx: AppContext) {
               { additionalProperties: false, description: "Hold public-key subscribes until the contact opens a confirmation link" },
             ),
           ),
+          postalAddress: t.Optional(t.Nullable(t.String({ maxLength: 500 }))),
         }),
       },
     )

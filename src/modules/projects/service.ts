@@ -32,6 +32,7 @@ export function viewProject(p: ProjectRow, role?: string, sandboxForced = false)
     tracking: p.tracking,
     sandbox: !!p.sandbox || sandboxForced,
     doubleOptIn: viewDoubleOptIn(p),
+    postalAddress: p.postal_address ?? null,
     createdAt: iso(p.created_at),
     updatedAt: iso(p.updated_at),
     ...(role ? { role } : {}),
@@ -53,6 +54,7 @@ export async function createProject(ctx: AppContext, ownerId: string, name: stri
     double_opt_in: 0,
     double_opt_in_template_id: null,
     double_opt_in_redirect_url: null,
+    postal_address: null,
     created_at: now,
     updated_at: now,
   };
@@ -98,10 +100,12 @@ export function requireRole(role: string, allowed: Role[], action: string) {
   if (!allowed.includes(role as Role)) throw forbidden(`Your role (${role}) cannot ${action}`);
 }
 
-export async function updateProject(ctx: AppContext, projectId: string, patch: { name?: string; tracking?: TrackingMode; sandbox?: boolean; doubleOptIn?: Partial<DoubleOptIn> }) {
+export async function updateProject(ctx: AppContext, projectId: string, patch: { name?: string; tracking?: TrackingMode; sandbox?: boolean; doubleOptIn?: Partial<DoubleOptIn>; postalAddress?: string | null }) {
   const now = ctx.clock.now();
   const doi = patch.doubleOptIn ? await doubleOptInPatch(ctx, projectId, patch.doubleOptIn) : {};
   const wasSandbox = patch.sandbox === false && !!(await ctx.db.selectFrom("projects").select("sandbox").where("id", "=", projectId).executeTakeFirst())?.sandbox;
+  // An address is one line in footers: line breaks become ", ", blank is none.
+  const postal = patch.postalAddress === undefined ? undefined : (patch.postalAddress ?? "").split(/\s*[\r\n]+\s*/).filter(Boolean).join(", ").trim() || null;
   const row = await ctx.db
     .updateTable("projects")
     .set({
@@ -109,6 +113,7 @@ export async function updateProject(ctx: AppContext, projectId: string, patch: {
       ...(patch.tracking ? { tracking: patch.tracking } : {}),
       ...(patch.sandbox !== undefined ? { sandbox: patch.sandbox ? 1 : 0 } : {}),
       ...doi,
+      ...(postal !== undefined ? { postal_address: postal } : {}),
       updated_at: now,
     })
     .where("id", "=", projectId)

@@ -18,7 +18,7 @@ import { wakeOutbox } from "../../mail/outbox";
 import { isSandbox } from "../../mail/sandbox";
 import { consumeQuotaRaw } from "../billing/quota";
 import { assertSenderAllowed } from "../domains/service";
-import { assertTemplateSyntax, getTemplate, type TemplateRow } from "../templates/service";
+import { assertTemplateSyntax, getTemplate, trackOpensOf, type TemplateRow } from "../templates/service";
 import { parseMailbox } from "../../mail/address";
 
 export type Mailbox = { name?: string | null; email: string };
@@ -171,7 +171,7 @@ export async function send(ctx: AppContext, projectId: string, input: SendInput,
   const result = await atomic(ctx.db, ctx.store.engine, async (q) => {
     // The cap check and the count, in the same transaction as the email rows (402 rolls back everything).
     await consumeQuotaRaw(q, now, projectId, "transactional", charged);
-    const contentId = await insertContentRaw(q, now, { projectId, subject, html, fromEmail, fromName, replyTo, type: "TRANSACTIONAL", headers, attachments, text: opts.text ?? null });
+    const contentId = await insertContentRaw(q, now, { projectId, subject, html, fromEmail, fromName, replyTo, type: "TRANSACTIONAL", headers, attachments, text: opts.text ?? null, trackOpens: tpl ? trackOpensOf(tpl.track_opens) : null });
     const out: { contact: { id: string; email: string }; email: string }[] = [];
     for (const r of v.to) {
       const up = await upsertContactRaw(q, now, {

@@ -14,6 +14,8 @@ export const messageFields = {
   fromName: t.Nullable(t.String({ maxLength: 200, pattern: NoLineBreaks })),
   replyTo: t.Nullable(Email),
   type: TemplateTypeSchema,
+  /** The open pixel: null = the project's tracking mode, false = never, true = unless tracking is DISABLED. */
+  trackOpens: t.Nullable(t.Boolean()),
 };
 
 export const CreateTemplate = t.Object({
@@ -26,6 +28,7 @@ export const CreateTemplate = t.Object({
   fromName: t.Optional(messageFields.fromName),
   replyTo: t.Optional(messageFields.replyTo),
   type: t.Optional(messageFields.type),
+  trackOpens: t.Optional(messageFields.trackOpens),
 });
 
 export const UpdateTemplate = t.Object({
@@ -37,6 +40,7 @@ export const UpdateTemplate = t.Object({
   fromName: t.Optional(messageFields.fromName),
   replyTo: t.Optional(messageFields.replyTo),
   type: t.Optional(messageFields.type),
+  trackOpens: t.Optional(messageFields.trackOpens),
 });
 
 export const ListQuery = t.Object({

@@ -26,6 +26,7 @@ export interface TemplateInput {
   fromName?: string | null;
   replyTo?: string | null;
   type?: TemplateType;
+  trackOpens?: boolean | null;
 }
 export type TemplatePatch = Partial<TemplateInput>;
 
@@ -40,12 +41,17 @@ export function viewTemplate(t: TemplateRow) {
     fromName: t.from_name,
     replyTo: t.reply_to,
     type: t.type,
+    trackOpens: trackOpensOf(t.track_opens),
     projectId: t.project_id,
     createdAt: iso(t.created_at),
     updatedAt: iso(t.updated_at),
   };
 }
 export type TemplateView = ReturnType<typeof viewTemplate>;
+
+/** A stored track_opens (NULL, 0, 1) as the API's trackOpens (null, false, true), and back. */
+export const trackOpensOf = (v: number | null | undefined): boolean | null => (v === null || v === undefined ? null : v === 1);
+export const trackOpensColumn = (v: boolean | null | undefined): number | null => (v === null || v === undefined ? null : v ? 1 : 0);
 
 /** 422 when subject or body does not compile, with the position of the first error of each. */
 export function assertTemplateSyntax(fields: { subject?: string; body?: string }): void {
@@ -95,6 +101,7 @@ export async function createTemplate(ctx: AppContext, projectId: string, input: 
     from_name: input.fromName ?? null,
     reply_to: input.replyTo ?? null,
     type: input.type ?? "MARKETING",
+    track_opens: trackOpensColumn(input.trackOpens),
     created_at: now,
     updated_at: now,
   };
@@ -118,6 +125,7 @@ export async function updateTemplate(ctx: AppContext, projectId: string, id: str
   if (patch.fromName !== undefined) set.from_name = patch.fromName;
   if (patch.replyTo !== undefined) set.reply_to = patch.replyTo;
   if (patch.type !== undefined) set.type = patch.type;
+  if (patch.trackOpens !== undefined) set.track_opens = trackOpensColumn(patch.trackOpens);
   if (!Object.keys(set).length) return current;
   set.updated_at = ctx.clock.now();
   const row = await ctx.db.updateTable("templates").set(set).where("project_id", "=", projectId).where("id", "=", id).returningAll().executeTakeFirst();

@@ -20,6 +20,8 @@ export interface Project {
   /** Mail is captured (shown under Emails), never sent; any sender domain works. */
   sandbox?: boolean;
   doubleOptIn?: { enabled: boolean; templateId: string | null; redirectUrl: string | null };
+  /** Shown in the footer of MARKETING mail; null = none. */
+  postalAddress?: string | null;
   role?: "OWNER" | "ADMIN" | "MEMBER";
   createdAt: string;
   updatedAt: string;

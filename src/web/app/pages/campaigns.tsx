@@ -3,6 +3,7 @@ import { Link, useLocation } from "wouter";
 import { api, fmtDate, listOf, unwrap, type OffsetPage } from "../api";
 import { BarChart } from "../components/charts";
 import { ConditionBuilder, emptyTree, useLiveCount, type Tree } from "../components/conditions";
+import { OpenTrackingField } from "../components/open-tracking";
 import { Badge, Empty, ErrorBanner, Loading, Modal, Notice, Page, Progress, Select, TextInput, useAction, useAsync, usePoll, Table, Pager } from "../ui";
 import type { Segment } from "./segments";
 import { Preview, type Template } from "./templates";
@@ -22,6 +23,8 @@ export interface Campaign {
   segmentId: string | null;
   audienceCondition: Tree | null;
   templateId?: string | null;
+  /** The open pixel: null = the project's tracking mode. */
+  trackOpens: boolean | null;
   scheduledFor: string | null;
   totalRecipients: number;
   sentCount: number;
@@ -95,6 +98,7 @@ function Composer({ campaign, reload }: { campaign: Campaign | null; reload: () 
   const [type, setType] = useState<Campaign["type"]>(campaign?.type ?? "MARKETING");
   const [body, setBody] = useState(campaign?.body ?? "<p>Hello {{ firstName ?? \"there\" }},</p>\n<p></p>");
   const [templateId, setTemplateId] = useState(campaign?.templateId ?? "");
+  const [trackOpens, setTrackOpens] = useState<boolean | null>(campaign?.trackOpens ?? null);
   const [audienceType, setAudienceType] = useState<Campaign["audienceType"]>(campaign?.audienceType ?? "ALL");
   const [segmentId, setSegmentId] = useState(campaign?.segmentId ?? "");
   const [tree, setTree] = useState<Tree>(campaign?.audienceCondition ?? emptyTree());
@@ -114,6 +118,7 @@ function Composer({ campaign, reload }: { campaign: Campaign | null; reload: () 
     name, subject, body, from, type,
     fromName: fromName || null, replyTo: replyTo || null,
     templateId: templateId || null,
+    trackOpens,
     audienceType,
     segmentId: audienceType === "SEGMENT" ? segmentId || null : null,
     audienceCondition: audienceType === "FILTERED" ? tree : null,
@@ -175,6 +180,7 @@ function Composer({ campaign, reload }: { campaign: Campaign | null; reload: () 
                 setFromName(t.fromName ?? "");
                 setReplyTo(t.replyTo ?? "");
                 setType(t.type);
+                setTrackOpens(t.trackOpens ?? null);
               }
             }}
             options={[{ value: "", label: "Inline body (no template)" }, ...(templates.data ?? []).map((t) => ({ value: t.id, label: t.name }))]}
@@ -192,6 +198,7 @@ function Composer({ campaign, reload }: { campaign: Campaign | null; reload: () 
             <label htmlFor="camp-body">Body (HTML)</label>
             <textarea id="camp-body" className="mono" rows={10} value={body} onChange={(e) => setBody(e.target.value)} />
           </div>
+          <OpenTrackingField body={body} type={type} value={trackOpens} onChange={setTrackOpens} what="campaign" />
           <fieldset>
             <legend>Audience</legend>
             <div className="row" role="radiogroup" aria-label="Audience type">

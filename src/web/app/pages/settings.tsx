@@ -79,6 +79,7 @@ export function SettingsPage() {
   const project = useProject();
   const [name, setName] = useState(project.name);
   const [tracking, setTracking] = useState<Project["tracking"]>(project.tracking);
+  const [postalAddress, setPostalAddress] = useState(project.postalAddress ?? "");
   const [saved, setSaved] = useState(false);
   const save = useAction();
   const rotate = useAction();
@@ -97,7 +98,7 @@ export function SettingsPage() {
             e.preventDefault();
             setSaved(false);
             void save.run(async () => {
-              await api(`/users/@me/projects/${project.id}`, { method: "PATCH", body: { name, tracking }, noProject: true });
+              await api(`/users/@me/projects/${project.id}`, { method: "PATCH", body: { name, tracking, postalAddress: postalAddress.trim() || null }, noProject: true });
               await s.reload();
               setSaved(true);
             });
@@ -106,6 +107,7 @@ export function SettingsPage() {
           <TextInput label="Name" value={name} onChange={setName} required />
           <Select label="Open and click tracking" value={tracking} onChange={setTracking} options={[...TRACKING]} />
           <p className="hint">A tracking pixel and rewritten links cost transactional mail spam-filter points; "Marketing only" tracks campaigns and marketing templates.</p>
+          <TextInput label="Postal address" value={postalAddress} onChange={setPostalAddress} hint="Shown in the footer of marketing emails (many laws ask for one), in the HTML and the text part." />
           <button type="submit" className="primary" disabled={save.busy || !canAdmin}>
             Save
           </button>

@@ -3,6 +3,7 @@ import { Link, useLocation } from "wouter";
 import { api, fmtDate, type OffsetPage } from "../api";
 import { Badge, Empty, ErrorBanner, Loading, Notice, Page, Select, TextInput, toApiError, useAction, useAsync, Table, Pager } from "../ui";
 import type { ApiError } from "../api";
+import { OpenTrackingField } from "../components/open-tracking";
 
 export interface Template {
   id: string;
@@ -14,6 +15,8 @@ export interface Template {
   fromName: string | null;
   replyTo: string | null;
   type: "TRANSACTIONAL" | "MARKETING" | "HEADLESS";
+  /** The open pixel: null = the project's tracking mode. */
+  trackOpens: boolean | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -142,6 +145,7 @@ function TemplateEditor({ template }: { template: Template | null }) {
   const [replyTo, setReplyTo] = useState(template?.replyTo ?? "");
   const [type, setType] = useState<Template["type"]>(template?.type ?? "MARKETING");
   const [body, setBody] = useState(template?.body ?? STARTER);
+  const [trackOpens, setTrackOpens] = useState<boolean | null>(template?.trackOpens ?? null);
   const [sample, setSample] = useState('{\n  "email": "jane@example.com",\n  "firstName": "Jane",\n  "company": "Acme"\n}');
   const [saved, setSaved] = useState(false);
   const act = useAction();
@@ -152,7 +156,7 @@ function TemplateEditor({ template }: { template: Template | null }) {
   const save = () =>
     void act.run(async () => {
       setSaved(false);
-      const payload = { name, description: description || null, subject, from, fromName: fromName || null, replyTo: replyTo || null, type, body };
+      const payload = { name, description: description || null, subject, from, fromName: fromName || null, replyTo: replyTo || null, type, body, trackOpens };
       if (template) {
         await api(`/templates/${template.id}`, { method: "PATCH", body: payload });
         setSaved(true);
@@ -211,6 +215,7 @@ function TemplateEditor({ template }: { template: Template | null }) {
             <textarea id="tpl-body" ref={bodyRef} className="mono" rows={14} value={body} onChange={(e) => setBody(e.target.value)} />
             <div className="hint">{'Variables: {{firstName}}, {{ data.plan }}, {{ name ?? "there" }}, {{{rawHtml}}}, {{unsubscribeUrl}}.'}</div>
           </div>
+          <OpenTrackingField body={body} type={type} value={trackOpens} onChange={setTrackOpens} what="template" />
           <div className="field">
             <label htmlFor="tpl-sample">Sample data for the preview (JSON)</label>
             <textarea id="tpl-sample" className="mono" rows={5} value={sample} onChange={(e) => setSample(e.target.value)} />

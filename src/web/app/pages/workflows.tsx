@@ -6,6 +6,7 @@ import { ConditionBuilder, emptyTree, type Tree } from "../components/conditions
 import { Badge, Checkbox, Empty, ErrorBanner, Loading, Modal, Notice, NumberInput, Page, Select, TextArea, TextInput, useAction, useAsync, usePoll, Table } from "../ui";
 import { Details } from "./activity";
 import type { Template } from "./templates";
+import { OpenTrackingField } from "../components/open-tracking";
 
 interface Step {
   id: string;
@@ -433,6 +434,18 @@ function StepConfigForm({ type, config, onChange, templates }: { type: string; c
           <Select label="Email template" value={String(config.templateId ?? "")} onChange={(v) => set({ templateId: v })}
             options={[{ value: "", label: "Choose a template…" }, ...templates.map((t) => ({ value: t.id, label: t.name }))]} />
           {templates.length === 0 && <p className="hint">No templates yet: <Link href="/templates">create one on the Templates page</Link>.</p>}
+          {(() => {
+            const tpl = templates.find((t) => t.id === config.templateId);
+            if (!tpl) return null;
+            const v = config.trackOpens;
+            return (
+              <OpenTrackingField body={tpl.body} type={tpl.type} what="workflow step" inherited={tpl.trackOpens ?? null} value={typeof v === "boolean" ? v : null}
+                onChange={(t) => {
+                  const { trackOpens: _, ...rest } = config;
+                  onChange(t === null ? rest : { ...rest, trackOpens: t });
+                }} />
+            );
+          })()}
         </>
       );
     case "DELAY":
