@@ -4,6 +4,7 @@
 // failure is logged and answered 451 so the sender retries; nothing here can take the process down.
 import { readFileSync } from "node:fs";
 import { SMTPServer, type SMTPServerAddress, type SMTPServerSession } from "smtp-server";
+import { listenSmtp } from "../../net/smtp-listen";
 import type { Logger } from "../../http/logger";
 
 export interface InboundEnvelope<R> {
@@ -126,18 +127,5 @@ export async function startInboundServer<R>(opts: InboundOptions<R>): Promise<In
   });
   server.on("error", (err: Error) => opts.log.warn("inbound: smtp server error", { error: err.message }));
 
-  await new Promise<void>((resolve, reject) => {
-    const onError = (err: Error) => reject(err);
-    server.server.once("error", onError);
-    server.listen(opts.port, opts.host, () => {
-      server.server.off("error", onError);
-      resolve();
-    });
-  });
-  const addr = server.server.address();
-  const port = typeof addr === "object" && addr ? addr.port : opts.port;
-  return {
-    port,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
+  return listenSmtp(server, opts.port, opts.host);
 }

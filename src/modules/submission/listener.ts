@@ -4,6 +4,7 @@
 // after the message is durable: the 250 a client sees means it is committed. Errors carrying a
 // `responseCode` are the reply; anything else is logged and answered 451 (the client retries).
 import { SMTPServer, type SMTPServerAddress, type SMTPServerAuthentication, type SMTPServerSession } from "smtp-server";
+import { listenSmtp } from "../../net/smtp-listen";
 import type { Logger } from "../../http/logger";
 import { isValidEmail } from "../../mail/address";
 import { isSmtpError, smtpError } from "./replies";
@@ -106,17 +107,5 @@ export async function startSubmissionListener<U>(opts: SubmissionListenerOptions
   });
   server.on("error", (err: Error) => opts.log.warn("submission: smtp server error", { error: err.message }));
 
-  await new Promise<void>((resolve, reject) => {
-    const onError = (err: Error) => reject(err);
-    server.server.once("error", onError);
-    server.listen(opts.port, opts.host, () => {
-      server.server.off("error", onError);
-      resolve();
-    });
-  });
-  const addr = server.server.address();
-  return {
-    port: typeof addr === "object" && addr ? addr.port : opts.port,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
+  return listenSmtp(server, opts.port, opts.host);
 }
