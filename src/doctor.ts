@@ -7,7 +7,7 @@ import type { Resolver } from "node:dns/promises";
 import { tlsFilesFor, type Config } from "./config";
 import { openReadOnly } from "./db";
 import { configWarnings, isQualifiedHostname } from "./mail/deliverability";
-import { createResolver, isNotFound, resolveMxSorted, resolveTxtJoined } from "./mail/dns";
+import { createResolver, isNotFound, resolveMxSorted, resolveTxtJoined } from "./net/dns";
 import { parseRelayUrl } from "./mail/pool";
 import { SmtpClient } from "./mail/smtp-client";
 import { checkRecords, checkSpfRecord, serverRecords, type DnsRecord } from "./modules/domains/records";

@@ -15,7 +15,7 @@ import type { Kysely } from "kysely";
 import type { Config } from "../config";
 import type { DB } from "../db";
 import type { Logger } from "../http/logger";
-import { isNotFound } from "./dns";
+import { isNotFound } from "../net/dns";
 
 export type StsMode = "enforce" | "testing" | "none";
 

@@ -4,7 +4,7 @@
 // Answers are cached briefly (per service instance, on the service clock).
 import { isIP } from "node:net";
 import type { Resolver } from "node:dns/promises";
-import { isNotFound } from "./dns";
+import { isNotFound } from "../net/dns";
 import { bounced, deferred, type DeliveryResult } from "./smtp-result";
 
 export interface MxHost {

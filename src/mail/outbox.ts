@@ -18,7 +18,7 @@ import { domainOf } from "./address";
 import type { BuiltMessage } from "./build";
 import { InlineBuilder, WorkerBuilder, type MessageBuilder } from "./builder";
 import { ContentCache } from "./content-cache";
-import { createResolver } from "./dns";
+import { createResolver } from "../net/dns";
 import { GroupCommit } from "../db/group-commit";
 import { createMtaSts } from "./mta-sts";
 import { RouteCache } from "./mx";

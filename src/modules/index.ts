@@ -10,7 +10,7 @@ import { suppressionsModule } from "./suppressions";
 import { doubleOptInModule } from "./double-opt-in";
 import { eventsModule } from "./events";
 import { metricsModule } from "./metrics";
-import type { ModuleDef } from "./module";
+import type { ModuleDef } from "../http/module";
 import { projectRoutes } from "./projects/routes";
 import { segmentsModule } from "./segments";
 import { sendModule } from "./send";

@@ -1,6 +1,6 @@
 import { lookup as systemLookup } from "node:dns/promises";
 import type { Config } from "../config";
-import { createResolver } from "../mail/dns";
+import { createResolver } from "./dns";
 import { classifyAddress, isIpLiteral, isLoopbackName } from "./address-policy";
 
 /**

@@ -6,7 +6,7 @@
  */
 import { Elysia } from "elysia";
 import { notFound } from "../http/errors";
-import type { ModuleDef } from "../modules/module";
+import type { ModuleDef } from "../http/module";
 
 interface Served {
   type: string;

@@ -10,7 +10,7 @@
 import { sql, type RawBuilder, type SqlBool } from "kysely";
 import * as d from "./dialect";
 import { parseField } from "./fields";
-import { FALSE, Frag, join, q, raw, TRUE } from "./frag";
+import { FALSE, Frag, join, q, raw, TRUE } from "../../db/frag";
 import type { CompileContext, ConditionFilter, ConditionTree, FieldRef } from "./types";
 import { dateText, factValue, instantOf, modeOf, numberOf, positiveOf, spanOf, testValue } from "./values";
 

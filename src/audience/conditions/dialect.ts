@@ -5,7 +5,7 @@
  * the compiler can negate it with NOT.
  */
 import { dialect } from "../../db/dialect";
-import type { Frag } from "./frag";
+import type { Frag } from "../../db/frag";
 
 const c = () => dialect().conditions;
 

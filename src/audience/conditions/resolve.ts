@@ -5,7 +5,7 @@
 import type { Kysely, Transaction } from "kysely";
 import type { DB } from "../../db";
 import { compileFrag, fragToRaw } from "./compile";
-import { q } from "./frag";
+import { q } from "../../db/frag";
 import { conditionReferences } from "./references";
 import type { CompileContext, ConditionTree, Facts, FieldIssue, SegmentDef } from "./types";
 

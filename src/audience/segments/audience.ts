@@ -7,8 +7,8 @@ import type { Kysely, RawBuilder, SqlBool, Transaction } from "kysely";
 import type { DB } from "../../db";
 import { notFound } from "../../http/errors";
 import { compileFrag, fragToRaw, parseStoredCondition, resolveSegments } from "../conditions";
-import { FALSE, q } from "../conditions/frag";
-import type { Frag } from "../conditions/frag";
+import { FALSE, q } from "../../db/frag";
+import type { Frag } from "../../db/frag";
 
 type Db = Kysely<DB> | Transaction<DB>;
 
@@ -40,4 +40,16 @@ export async function segmentAudienceWhere(db: Db, projectId: string, segmentId:
     .executeTakeFirst();
   if (!seg) throw notFound("Segment");
   return fragToRaw(await segmentMemberFrag(db, projectId, seg, now));
+}
+
+/** How many contacts are members now (a segment's memberCount when not tracked, and the recount). */
+export async function liveCount(db: Db, seg: SegmentAudienceRow & { project_id: string }, now: number): Promise<number> {
+  const member = await segmentMemberFrag(db, seg.project_id, seg, now);
+  const row = await db
+    .selectFrom("contacts as c")
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .where("c.project_id", "=", seg.project_id)
+    .where(fragToRaw(member))
+    .executeTakeFirst();
+  return Number(row?.n ?? 0);
 }

@@ -23,7 +23,7 @@
 import type { Q } from "../../db/raw";
 import { evaluateInMemory, evaluateKnown, parseField, type ConditionTree, type MemContact, type MemEvent, type SegmentDef } from "../conditions";
 import type { RecordedEvent } from "../events";
-import type { TrackedSegment } from "./membership";
+import type { TrackedSegment } from "./tracked";
 import { addToCountsRaw, matchColumns, writeMoveRaw, matchOneSql } from "./membership-raw";
 
 // ---- pure: what a condition reads, and what a write changes ---------------------------------------

@@ -9,7 +9,7 @@ import type { Q } from "../../db/raw";
 import { compileFrag, type SegmentDef } from "../conditions";
 import type { RecordedEvent } from "../events";
 import { insertEventRaw } from "../raw";
-import type { TrackedSegment } from "./membership";
+import type { TrackedSegment } from "./tracked";
 
 const STORED =
   "SELECT segment_id, contact_id FROM segment_members WHERE contact_id IN (SELECT value FROM json_each(?)) AND segment_id IN (SELECT value FROM json_each(?))";

@@ -13,20 +13,17 @@ import type { AppContext } from "../../context";
 import type { DB } from "../../db";
 import type { SegmentsTable } from "../../db/tables/segments";
 import { compileFrag, fragToRaw, parseStoredCondition, resolveSegments, type ConditionTree, type SegmentDef } from "../conditions";
-import { q } from "../conditions/frag";
+import { q } from "../../db/frag";
 import { notFound } from "../../http/errors";
 import { newEventId, notifyEvents, type RecordedEvent } from "../events";
-import { segmentMemberFrag } from "./audience";
+import { liveCount, segmentMemberFrag } from "./audience";
+import type { TrackedSegment } from "./tracked";
+export { liveCount };
 import { followPlan, type FollowPlan } from "./follow";
 import { entryEvent, exitEvent, reevaluateRaw } from "./membership-raw";
 import { scheduleRecount } from "./recount";
 
-export interface TrackedSegment {
-  id: string;
-  slug: string;
-  name: string;
-  tree: ConditionTree;
-}
+export type { TrackedSegment } from "./tracked";
 
 
 // ---- the project's tracked DYNAMIC segments (read on every contact write) ------------------------------
@@ -145,16 +142,6 @@ export async function reevaluateContacts(ctx: AppContext, projectId: string, con
 type SegmentRow = Pick<SegmentsTable, "id" | "project_id" | "slug" | "name" | "type" | "condition" | "track_membership">;
 
 /** The live number of members (matching contacts for DYNAMIC, stored members for STATIC). */
-export async function liveCount(db: Transaction<DB> | AppContext["db"], seg: SegmentRow, now: number): Promise<number> {
-  const member = await segmentMemberFrag(db, seg.project_id, seg, now);
-  const row = await db
-    .selectFrom("contacts as c")
-    .select((eb) => eb.fn.countAll<number>().as("n"))
-    .where("c.project_id", "=", seg.project_id)
-    .where(fragToRaw(member))
-    .executeTakeFirst();
-  return Number(row?.n ?? 0);
-}
 
 /**
  * POST /segments/:id/compute and the sweep. A tracked DYNAMIC segment: stores its membership and

@@ -1,6 +1,6 @@
 import { sql } from "kysely";
-import { q, raw, type Frag } from "../../audience/conditions/frag";
-import { containsAnyWith, type SqlDialect } from "./index";
+import { q, raw, type Frag } from "../frag";
+import { containsAnyWith, type SqlDialect } from "./types";
 
 /** The JSON path literal of a top-level data key (keys are validated: no quotes, backslashes or control characters). */
 const pathLiteral = (key: string) => raw(`'$."${key.replaceAll("'", "''")}"'`);

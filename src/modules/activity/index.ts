@@ -3,7 +3,7 @@ import type { AppContext } from "../../context";
 import { authPlugin } from "../../http/auth";
 import { badRequest } from "../../http/errors";
 import { parseCursorParams, parseLimit } from "../../http/pagination";
-import type { ModuleDef } from "../module";
+import type { ModuleDef } from "../../http/module";
 import * as svc from "./service";
 
 const Window = { from: t.Optional(t.String()), to: t.Optional(t.String()) };

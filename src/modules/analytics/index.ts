@@ -1,4 +1,4 @@
-import type { ModuleDef } from "../module";
+import type { ModuleDef } from "../../http/module";
 import { analyticsRoutes } from "./routes";
 import { foldEvents, ROLLUP_CONSUMER } from "./rollup-consumer";
 import { resetProject } from "./service";

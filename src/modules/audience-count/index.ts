@@ -1,7 +1,7 @@
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../../context";
 import { authPlugin } from "../../http/auth";
-import type { ModuleDef } from "../module";
+import type { ModuleDef } from "../../http/module";
 import { countAudience } from "./service";
 
 /** POST /audience/count { condition, subscribedOnly? } -> { count } (beyond the spec; for the dashboard). */

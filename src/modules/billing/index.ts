@@ -1,4 +1,4 @@
-import type { ModuleDef } from "../module";
+import type { ModuleDef } from "../../http/module";
 import { consumeQuota } from "./quota";
 import { billingRoutes } from "./routes";
 

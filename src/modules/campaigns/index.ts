@@ -1,5 +1,5 @@
 import { iso } from "../../clock";
-import type { ModuleDef } from "../module";
+import type { ModuleDef } from "../../http/module";
 import { checkAllSending, completionWatcher, runFanout, runStart } from "./fanout";
 import { JOBS } from "./jobs";
 import * as q from "./queries";

@@ -1,4 +1,4 @@
-import type { ModuleDef } from "../module";
+import type { ModuleDef } from "../../http/module";
 import { bulkHandler } from "./bulk";
 import { interruptImports, runImport } from "./import";
 import { JOB_TYPES } from "./jobs";

@@ -1,6 +1,6 @@
 import { outboxFor } from "../../mail/outbox";
 import { registerReputationJob, reputation } from "../../mail/reputation";
-import type { ModuleDef } from "../module";
+import type { ModuleDef } from "../../http/module";
 
 /**
  * The delivery engine's lifecycle: the outbox loop runs while the service runs (started after every

@@ -1,5 +1,5 @@
 import { configWarnings } from "../../mail/deliverability";
-import type { ModuleDef } from "../module";
+import type { ModuleDef } from "../../http/module";
 import { domainRoutes } from "./routes";
 import { domainCounts, invalidateDomainCaches, verifyAllDomains } from "./service";
 

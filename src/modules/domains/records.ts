@@ -24,7 +24,7 @@
  * changes nothing: the previous status stays and `detail` says why.
  */
 import type { Resolver } from "node:dns/promises";
-import { resolveMxSorted, resolveTxtJoined } from "../../mail/dns";
+import { resolveMxSorted, resolveTxtJoined } from "../../net/dns";
 import { dkimRecordName, dkimTxtMatches, dkimTxtValue, type DkimKeyType } from "../../mail/dkim-keys";
 import { isQualifiedHostname } from "../../mail/deliverability";
 

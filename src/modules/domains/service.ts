@@ -9,7 +9,7 @@ import { conflict, invalidField, notFound, senderDomainNotVerified } from "../..
 import { isValidDomain, isValidEmail } from "../../mail/address";
 import { forgetPrivateKey, generateDkimKeyPair, generateEd25519KeyPair, newSelector } from "../../mail/dkim-keys";
 import { forgetSigningKeys } from "../../mail/signing-keys";
-import { createResolver } from "../../mail/dns";
+import { createResolver } from "../../net/dns";
 import { isSandbox } from "../../mail/sandbox";
 import { bounceDomainFor } from "../../mail/address";
 import { checkRecords, checkSpfRecord, currentRecords, dmarcReportAddress, expectedRecords, serverRecords, type DnsRecord } from "./records";

@@ -1,4 +1,4 @@
-import type { ModuleDef } from "../module";
+import type { ModuleDef } from "../../http/module";
 import { doubleOptInRoutes } from "./routes";
 
 /** Double opt-in: the confirmation page (the hold itself is in the events module's track path). */

@@ -1,4 +1,4 @@
-import type { ModuleDef } from "../module";
+import type { ModuleDef } from "../../http/module";
 import { emailRoutes } from "./routes";
 
 /** The per-message log: GET /emails and GET /emails/:id. */

@@ -1,5 +1,5 @@
 import { trackBatcher } from "../../audience/track";
-import type { ModuleDef } from "../module";
+import type { ModuleDef } from "../../http/module";
 import { hasEvents } from "./queries";
 import { eventRoutes } from "./routes";
 

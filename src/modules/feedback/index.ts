@@ -3,7 +3,7 @@ import type { AppContext } from "../../context";
 import { startInboundServer, type InboundServer } from "../../mail/inbound/server";
 import { loadTokenSecret } from "../../mail/tokens";
 import { deleteProjectLinks } from "../../mail/tracked-links";
-import type { ModuleDef } from "../module";
+import type { ModuleDef } from "../../http/module";
 import { handleInbound, routeRecipient, type Route } from "./inbound";
 import { feedbackRoutes } from "./routes";
 

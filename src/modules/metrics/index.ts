@@ -2,7 +2,7 @@ import { Elysia } from "elysia";
 import { timingSafeEqual } from "node:crypto";
 import type { AppContext } from "../../context";
 import { unauthorized } from "../../http/errors";
-import type { ModuleDef } from "../module";
+import type { ModuleDef } from "../../http/module";
 
 function tokenMatches(given: string | null, expected: string): boolean {
   const m = /^Bearer\s+(\S+)$/i.exec(given ?? "");

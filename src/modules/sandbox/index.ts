@@ -15,7 +15,7 @@ import { resolveClick } from "../../mail/tracked-links";
 import { PATHS } from "../../mail/tracking";
 import { recordClick, recordOpen } from "../feedback/engagement";
 import { handleInbound, routeRecipient } from "../feedback/inbound";
-import type { ModuleDef } from "../module";
+import type { ModuleDef } from "../../http/module";
 
 let parser: Promise<typeof import("mailparser")> | null = null;
 const mailparser = () => (parser ??= import("mailparser"));

@@ -1,6 +1,6 @@
 import { reevaluateContacts, sweepSegments } from "../../audience/segments/membership";
 import { stopRecounts } from "../../audience/segments/recount";
-import type { ModuleDef } from "../module";
+import type { ModuleDef } from "../../http/module";
 import { segmentRoutes } from "./routes";
 import { eventUsage, fieldUsage, resetProjectSegments } from "./service";
 

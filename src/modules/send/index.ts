@@ -1,4 +1,4 @@
-import type { ModuleDef } from "../module";
+import type { ModuleDef } from "../../http/module";
 import { sendAccountEmail } from "./account-email";
 import { sendRoutes } from "./routes";
 import { firstSend } from "./service";

@@ -4,7 +4,7 @@
 import { readFileSync } from "node:fs";
 import { tlsFilesFor } from "../../config";
 import type { AppContext } from "../../context";
-import type { ModuleDef } from "../module";
+import type { ModuleDef } from "../../http/module";
 import { MAX_MESSAGE_BYTES, send } from "../send/service";
 import { authenticate, checkSender, type SubmissionUser } from "./auth";
 import { startSubmissionListener, type SubmissionListener, type SubmittedMessage } from "./listener";

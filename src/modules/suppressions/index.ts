@@ -1,4 +1,4 @@
-import type { ModuleDef } from "../module";
+import type { ModuleDef } from "../../http/module";
 import { runSuppressionImport, SUPPRESSION_IMPORT_JOB } from "./import";
 import { suppressionRoutes } from "./routes";
 

@@ -1,4 +1,4 @@
-import type { ModuleDef } from "../module";
+import type { ModuleDef } from "../../http/module";
 import { verifyRoutes } from "./routes";
 
 export { verifyEmail, type VerificationResult } from "./service";

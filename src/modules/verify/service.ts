@@ -10,7 +10,7 @@ import { disposableEmailBlocklistSet } from "disposable-email-domains-js";
 import type { Resolver } from "node:dns/promises";
 import type { AppContext } from "../../context";
 import { isValidEmail } from "../../mail/address";
-import { createResolver, isNotFound } from "../../mail/dns";
+import { createResolver, isNotFound } from "../../net/dns";
 import { ALIAS_DOMAINS, inDomainSet, PERSONAL_DOMAINS } from "./lists";
 
 export interface VerificationResult {

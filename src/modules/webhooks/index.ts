@@ -1,4 +1,4 @@
-import type { ModuleDef } from "../module";
+import type { ModuleDef } from "../../http/module";
 import { dispatcherOf } from "../../webhooks/dispatcher";
 import { recordDeliveries } from "../../webhooks/consumer";
 import { isDeliverable } from "../../webhooks/events";

@@ -1,6 +1,6 @@
 import { STARTS_JOB, STEP_JOB, ensureStartsJob, runStartsJob, runStepJob } from "../../automation/executor";
 import { FEED_CONSUMER, onFeedEvents } from "../../automation/triggers";
-import type { ModuleDef } from "../module";
+import type { ModuleDef } from "../../http/module";
 import { deleteProjectWorkflows, workflowCount } from "./queries";
 import { workflowRoutes } from "./routes";
 import { eventUsage, fieldUsage, templateUsage, upcoming } from "./service";

@@ -1,4 +1,4 @@
-/** A piece of SQL with its parameters: parts.length === params.length + 1 (a parameter between each part). */
+/** A piece of SQL (the condition compiler and the engine dialects build these) with its parameters: parts.length === params.length + 1 (a parameter between each part). */
 export class Frag {
   constructor(
     readonly parts: readonly string[],
