@@ -28,19 +28,35 @@ export interface AppContext {
   rateLimiter: RateLimiter;
   metrics: Metrics;
   jwtSecret: string;
-  /** Late-bound services that lower layers call into without importing modules (set by server.ts). */
+  /** What modules contribute to each other (gathered from every ModuleDef's `provides` by server.ts). */
+  contributions: Contributions;
+  /** The few late-bound calls from the delivery engine up to modules (see Hooks). */
   hooks: Hooks;
+  /**
+   * The instance's long-lived services and caches, each built once by src/services.ts (the one place
+   * that lists them all). Each owner declares its field's type next to its code (a `declare module`
+   * augmentation of `Services` or `Caches`), so this file imports nothing from the rooms above it.
+   */
+  services: Services;
 }
 
+/** Filled by augmentation: see `buildServices` in src/services.ts for every member. */
+// eslint-disable-next-line @typescript-eslint/no-empty-interface
+export interface Services {
+  /** In-memory caches of database rows, per instance; each is dropped by its owner's named `forget…` function. */
+  caches: Caches;
+}
+
+/** Filled by augmentation: see `buildServices` in src/services.ts for every member. */
+// eslint-disable-next-line @typescript-eslint/no-empty-interface
+export interface Caches {}
+
 /**
- * Explicit call-outs between modules that would otherwise import upward. Each is set once, at
- * assembly, by the module that implements it; callers treat a missing one as "feature not present".
+ * What modules contribute to one another's answers, declared in each module's `provides`
+ * (src/http/module.ts ModuleDef) and gathered in install order by server.ts. A reader finds every
+ * contributor of, say, `setupState` by searching the module index files for `setupState:`.
  */
-export interface Hooks {
-  /** Called after a client or system event is recorded for a contact (workflows start here). */
-  onEvent?: (ctx: AppContext, ev: { projectId: string; contactId: string; eventId: string; name: string; data: Record<string, unknown> }) => Promise<void>;
-  /** Sends an account email (verification, reset) through the delivery engine; absent until it exists. */
-  sendAccountEmail?: (ctx: AppContext, msg: { to: string; subject: string; html: string; text: string }) => Promise<void>;
+export interface Contributions {
   /** Where a custom contact field is referenced, per module (segments, campaigns, workflows). */
   fieldUsage: Array<(ctx: AppContext, projectId: string, field: string) => Promise<Record<string, unknown[]>>>;
   /** Where an event name is referenced, per module. */
@@ -53,19 +69,22 @@ export interface Hooks {
   upcoming: Array<(ctx: AppContext, projectId: string, limit: number) => Promise<UpcomingItem[]>>;
   /** Job types /activity/upcoming leaves out: internal work, or work another item already shows (a scheduled campaign's start job). */
   hiddenJobTypes: string[];
-  /** Bounce and complaint rates for /security (delivery engine). */
-  security?: (ctx: AppContext, projectId: string) => Promise<Record<string, unknown>>;
   /** After contact writes commit (send, PATCH/POST contacts, import, bulk jobs): re-evaluates tracked segments. Batched per request. /v1/track follows them in its own transaction (audience/segments/follow.ts). */
   contactsChanged: Array<(ctx: AppContext, projectId: string, contactIds: readonly string[]) => Promise<void>>;
-  /**
-   * Charges n emails of a billing category inside the caller's transaction (billing module's
-   * consumeQuota); throws the 402 BILLING_LIMIT_EXCEEDED AppError over the monthly cap. Absent: no caps.
-   */
-  consumeQuota?: (trx: Kysely<DB>, ctx: AppContext, projectId: string, category: "transactional" | "campaigns" | "workflows" | "inbound", n: number) => Promise<void>;
   /** Whether something (an active campaign) uses a segment: a non-null answer names it and refuses DELETE /segments/:id (409). */
   segmentInUse: Array<(ctx: AppContext, projectId: string, segmentId: string) => Promise<string | null>>;
   /** Deletes a project's data beyond the foundation tables (project reset), per module. */
   resetProject: Array<(ctx: AppContext, projectId: string) => Promise<void>>;
+}
+
+export const emptyContributions = (): Contributions => ({ fieldUsage: [], eventUsage: [], templateUsage: [], setupState: [], upcoming: [], hiddenJobTypes: [], contactsChanged: [], segmentInUse: [], resetProject: [] });
+
+/**
+ * The late-bound calls left: the delivery engine (src/mail, below the modules) reporting what it
+ * committed up to the modules that act on it. Each is set once by that module's install; the outbox
+ * treats a missing one as "nothing to do".
+ */
+export interface Hooks {
   /**
    * Called by the outbox after it committed the delivery of a captured email to a simulated recipient
    * (complaint@, open@, click@…): the sandbox module makes the recipient react through the feedback loop.
@@ -73,6 +92,12 @@ export interface Hooks {
   sandboxDelivered?: (ctx: AppContext, email: { emailId: string; toEmail: string; raw: Buffer }) => Promise<void>;
   /** Called by the outbox after it committed outcomes of campaign emails (campaigns move to SENT). */
   campaignOutcomes?: (ctx: AppContext, campaignIds: string[]) => void;
+  /**
+   * Charges n emails of a billing category inside the caller's transaction (billing module's
+   * consumeQuota); throws the 402 BILLING_LIMIT_EXCEEDED AppError over the monthly cap. Called by the
+   * workflow engine's SEND_EMAIL step (src/automation, below the modules); modules import billing.
+   */
+  consumeQuota?: (trx: Kysely<DB>, ctx: AppContext, projectId: string, category: "transactional" | "campaigns" | "workflows" | "inbound", n: number) => Promise<void>;
 }
 
 export interface UpcomingItem {
@@ -83,4 +108,4 @@ export interface UpcomingItem {
   details: Record<string, unknown>;
 }
 
-export const emptyHooks = (): Hooks => ({ fieldUsage: [], eventUsage: [], templateUsage: [], setupState: [], resetProject: [], upcoming: [], hiddenJobTypes: [], contactsChanged: [], segmentInUse: [] });
+export const emptyHooks = (): Hooks => ({});

@@ -3,7 +3,9 @@ import { Elysia } from "elysia";
 import { randomBytes } from "node:crypto";
 import { systemClock, type Clock } from "./clock";
 import type { Config } from "./config";
-import { emptyHooks, type AppContext } from "./context";
+import { emptyContributions, emptyHooks, type AppContext, type Services } from "./context";
+import { gatherContributions } from "./http/module";
+import { buildServices } from "./services";
 import { openDatabase, type Store } from "./db";
 import { migrateStore } from "./db/migrate";
 import { settingOrCreate } from "./db/settings";
@@ -63,7 +65,7 @@ export async function createContext(config: Config, opts: StartOptions = {}): Pr
   const log = opts.log ?? createLogger();
   const metrics = new Metrics(() => emailStatusCounts(store), config.instanceId);
   const jobs = new JobQueue(store.db, clock, log, { pollMs: opts.jobPollMs, metrics });
-  return {
+  const ctx: AppContext = {
     metrics,
     config,
     store,
@@ -76,8 +78,12 @@ export async function createContext(config: Config, opts: StartOptions = {}): Pr
     keys: new KeyCache(store.db),
     rateLimiter: new RateLimiter(config.rateLimit, clock),
     jwtSecret: await loadJwtSecret(store, config.jwtSecret),
+    contributions: gatherContributions(MODULES, emptyContributions()),
     hooks: emptyHooks(),
+    services: undefined as unknown as Services,
   };
+  ctx.services = buildServices(ctx);
+  return ctx;
 }
 
 

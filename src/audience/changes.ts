@@ -6,9 +6,9 @@ import type { AppContext } from "../context";
  * not call it: it follows tracked segments inside its own transaction, see segments/follow.ts.)
  */
 export async function contactsChanged(ctx: AppContext, projectId: string, contactIds: readonly string[]): Promise<void> {
-  if (!contactIds.length || !ctx.hooks.contactsChanged.length) return;
+  if (!contactIds.length || !ctx.contributions.contactsChanged.length) return;
   const ids = [...new Set(contactIds)];
-  for (const hook of ctx.hooks.contactsChanged) {
+  for (const hook of ctx.contributions.contactsChanged) {
     try {
       await hook(ctx, projectId, ids);
     } catch (e) {
@@ -19,7 +19,7 @@ export async function contactsChanged(ctx: AppContext, projectId: string, contac
 
 /** Groups written contacts by project and calls contactsChanged once per project. */
 export async function contactsChangedMany(ctx: AppContext, writes: Iterable<{ projectId: string; contactId: string }>): Promise<void> {
-  if (!ctx.hooks.contactsChanged.length) return;
+  if (!ctx.contributions.contactsChanged.length) return;
   const by = new Map<string, string[]>();
   for (const w of writes) {
     const list = by.get(w.projectId);

@@ -2,7 +2,7 @@
  * Events: the one table of client events (/v1/track) and system events (contact.subscribed,
  * email.*, segment.<slug>.entry/exit). Writers call recordEvent inside their own transaction and,
  * after it commits, notifyEvents, which wakes the event feed (src/jobs/event-feed.ts: workflow
- * triggers, outbound webhooks) and calls ctx.hooks.onEvent.
+ * triggers, outbound webhooks, analytics rollups).
  */
 import type { Kysely, Selectable, Transaction } from "kysely";
 import { iso } from "../clock";
@@ -65,22 +65,12 @@ export async function recordEvent(db: Db, ctx: AppContext, input: RecordEventInp
   return id;
 }
 
-/** Calls the onEvent hook (workflows) for events whose transaction has committed. Never throws. */
-export async function notifyEvent(ctx: AppContext, ev: RecordedEvent): Promise<void> {
-  const hook = ctx.hooks.onEvent;
-  if (!hook) return;
-  try {
-    await hook(ctx, ev);
-  } catch (e) {
-    ctx.log.error("onEvent hook failed", { event: ev.eventId, name: ev.name, error: String((e as Error)?.stack ?? e) });
-  }
-}
-
-/** After a commit that recorded events: wakes the event feed's consumers, then calls the onEvent hook. */
+/**
+ * After a commit that recorded events: wakes the event feed, whose consumers (workflow triggers and
+ * waits, outbound webhooks, analytics rollups) each take them from the log in their own transaction.
+ */
 export async function notifyEvents(ctx: AppContext, events: readonly RecordedEvent[]): Promise<void> {
   if (events.length) ctx.feed.wake();
-  if (!ctx.hooks.onEvent) return;
-  for (const ev of events) await notifyEvent(ctx, ev);
 }
 
 /** The event record of the API: `{ id, name, contactId, data, createdAt }`. */

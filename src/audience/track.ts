@@ -5,12 +5,12 @@
  * means "persisted". The project's tracked segments follow each written contact in that same
  * transaction (segments/follow.ts: only the segments the write can move). If a batch fails as a
  * whole it is replayed one track per transaction, so a bad item only fails its own request.
- * Events (segment entries/exits included) are handed to ctx.hooks.onEvent after the commit.
+ * Events (segment entries/exits included) wake the event feed after the commit (its consumers take them from the log).
  */
 import { atomic, type Q } from "../db/raw";
 import type { AppContext } from "../context";
 import type { Data } from "./data-rules";
-import { notifyEvents, type RecordedEvent } from "./events";
+import type { RecordedEvent } from "./events";
 import { insertEventRaw, upsertContactRaw } from "./raw";
 import { SegmentFollower, type FollowPlan } from "./segments/follow";
 import { scheduleRecount } from "./segments/recount";
@@ -73,7 +73,6 @@ export class TrackBatcher {
   private queue: Pending[] = [];
   private scheduled = false;
   private flushing: Promise<void> | null = null;
-  private notifying = new Set<Promise<void>>();
 
   constructor(private readonly ctx: AppContext) {}
 
@@ -94,7 +93,6 @@ export class TrackBatcher {
       else if (this.queue.length) this.startFlush();
       else await new Promise((r) => setImmediate(r));
     }
-    await Promise.allSettled([...this.notifying]);
   }
 
   private startFlush() {
@@ -161,21 +159,15 @@ export class TrackBatcher {
         }
       }
       for (const [p, r] of done) p.resolve(r);
-      if (done.length) this.ctx.feed.wake();
-      if (this.ctx.hooks.onEvent) {
-        // Workflows start after the commit, without holding up the next batch.
-        const n = notifyEvents(this.ctx, [...done.flatMap(([, r]) => r.events), ...segmentEvents]).finally(() => this.notifying.delete(n));
-        this.notifying.add(n);
-      }
+      // The event feed's consumers (workflows, webhooks, rollups) take the events from the log.
+      if (done.length || segmentEvents.length) this.ctx.feed.wake();
     }
   }
 }
 
-const batchers = new WeakMap<AppContext, TrackBatcher>();
-
-/** The batcher of one running instance. */
-export function trackBatcher(ctx: AppContext): TrackBatcher {
-  let b = batchers.get(ctx);
-  if (!b) batchers.set(ctx, (b = new TrackBatcher(ctx)));
-  return b;
+declare module "../context" {
+  interface Services {
+    /** `/v1/track` group commit (drained by modules/events on stop). */
+    trackBatcher: TrackBatcher;
+  }
 }

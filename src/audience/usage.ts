@@ -6,7 +6,7 @@ type UsageHook = (ctx: AppContext, projectId: string, key: string) => Promise<Re
 
 /**
  * Merges what each module reports about where a field or event name is referenced. Segments,
- * campaigns and workflows push their look-ups into ctx.hooks.fieldUsage / eventUsage; with none
+ * campaigns and workflows declare their look-ups in their module's provides (ctx.contributions.fieldUsage / eventUsage); with none
  * registered the answer is three empty lists.
  */
 export async function aggregateUsage(ctx: AppContext, hooks: readonly UsageHook[], projectId: string, key: string): Promise<Usage> {

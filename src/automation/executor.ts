@@ -75,7 +75,21 @@ const RUNNERS: Record<Exclude<StepType, "WEBHOOK">, StepRunner> = {
 
 // ---- workflow graphs, cached per version (every structural edit bumps workflows.updated_at) ----
 
-const graphs = new WeakMap<AppContext, Map<string, LoadedWorkflow>>();
+/** The workflow engine's per-instance state: the graph cache, the turn gate, the batch runners going. */
+export class WorkflowEngineState {
+  /** workflowId -> its graph at a version (every structural edit bumps workflows.updated_at). */
+  readonly graphs = new Map<string, LoadedWorkflow>();
+  readonly gate = new Mutex();
+  /** The sources with a batch runner going (`again`: another run asked for one more look). */
+  readonly batching = new Map<string, { again: boolean }>();
+  readonly batchSizes = new Map<string, number>();
+}
+
+declare module "../context" {
+  interface Services {
+    workflowEngine: WorkflowEngineState;
+  }
+}
 
 export async function loadWorkflow(ctx: AppContext, db: Db, workflowId: string, memo?: Map<string, unknown>): Promise<LoadedWorkflow | null> {
   // Inside one batch transaction nothing else changes the graph: check the version once.
@@ -83,8 +97,7 @@ export async function loadWorkflow(ctx: AppContext, db: Db, workflowId: string, 
   if (seen) return seen;
   const v = await workflowVersion(db, workflowId);
   if (!v) return null;
-  let cache = graphs.get(ctx);
-  if (!cache) graphs.set(ctx, (cache = new Map()));
+  const cache = ctx.services.workflowEngine.graphs;
   const hit = cache.get(workflowId);
   if (hit && hit.updatedAt === v.updated_at && hit.name === v.name) {
     memo?.set(`wf:${workflowId}`, hit);
@@ -194,7 +207,6 @@ const parse = (s: string | null) => (s ? JSON.parse(s) : null);
 /** While the API is busy, the engine pauses this many times as long as each turn took: it takes about 1/(1+n) of the time. */
 const BUSY_PAUSE_FACTOR = 19;
 const MAX_PAUSE_MS = 250;
-const gates = new WeakMap<AppContext, Mutex>();
 
 /**
  * Every turn of the engine (one execution's, or a batch's) runs through one gate per instance.
@@ -203,8 +215,7 @@ const gates = new WeakMap<AppContext, Mutex>();
  * time: requests keep their latency, the engine's due work waits in the queue (durable).
  */
 async function engineTurn<T>(ctx: AppContext, fn: () => Promise<T>): Promise<T> {
-  let gate = gates.get(ctx);
-  if (!gate) gates.set(ctx, (gate = new Mutex()));
+  const gate = ctx.services.workflowEngine.gate;
   await gate.lock();
   const t0 = performance.now();
   try {
@@ -280,8 +291,7 @@ async function handOverStart(ctx: AppContext, trx: Transaction<DB>, executionId:
  * behind: a start has no job of its own to find it later). `onFail`: what to do when a batch rolled back.
  */
 async function runBatches(ctx: AppContext, source: BatchSource, onFail?: () => Promise<void>): Promise<number> {
-  let running = batching.get(ctx);
-  if (!running) batching.set(ctx, (running = new Map()));
+  const running = ctx.services.workflowEngine.batching;
   const other = running.get(source.name);
   if (other) {
     other.again = true;
@@ -353,9 +363,6 @@ const BATCH_BUDGET_MS = 20;
  * 2 ms (was 4) kept /v1/track's worst p99 at 21-24 ms in scripts/bench/workflows.ts (was 22-26).
  */
 const BUSY_BATCH_BUDGET_MS = 2;
-/** The sources with a batch runner going, per instance (`again`: another run asked for one more look). */
-const batching = new WeakMap<AppContext, Map<string, { again: boolean }>>();
-const batchSizes = new WeakMap<AppContext, Map<string, number>>();
 const MAX_BATCHED_PER_RUN = 5000;
 
 /**
@@ -365,8 +372,7 @@ const MAX_BATCHED_PER_RUN = 5000;
  */
 async function advanceBatch(ctx: AppContext, source: BatchSource): Promise<number> {
   const fx: Effects = { memo: new Map(), wakeOutbox: false, events: [], contacts: [], wakeJobs: false };
-  let sizes = batchSizes.get(ctx);
-  if (!sizes) batchSizes.set(ctx, (sizes = new Map()));
+  const sizes = ctx.services.workflowEngine.batchSizes;
   const n = await ctx.db.transaction().execute(async (trx) => {
     const now = ctx.clock.now();
     const t0 = performance.now();

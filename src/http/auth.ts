@@ -27,15 +27,17 @@ export interface AuthInfo {
 export const SESSION_COOKIE = "token";
 export const SESSION_TTL_SECONDS = 7 * 24 * 3600;
 
-const cache = new WeakMap<AppContext, ReturnType<typeof build>>();
 const authenticated = new WeakMap<Request, AuthInfo>();
 
-/** The auth plugin of one running instance (memoised so every module router shares it). */
-export function authPlugin(ctx: AppContext) {
-  let p = cache.get(ctx);
-  if (!p) cache.set(ctx, (p = build(ctx)));
-  return p;
+declare module "../context" {
+  interface Services {
+    /** The auth plugin every module router shares (built once by src/services.ts). */
+    auth: ReturnType<typeof buildAuthPlugin>;
+  }
 }
+
+/** The auth plugin of one running instance. */
+export const authPlugin = (ctx: AppContext) => ctx.services.auth;
 
 const SESSION_COOKIE_RE = new RegExp(`(?:^|;\\s*)${SESSION_COOKIE}=([^;]*)`);
 
@@ -57,7 +59,7 @@ function bearer(h: string | undefined): string | null {
   return m ? m[1]! : null;
 }
 
-function build(ctx: AppContext) {
+export function buildAuthPlugin(ctx: AppContext) {
   return new Elysia({ name: "mailsvc-auth", seed: ctx.jwtSecret.slice(0, 8) + ctx.config.db })
     .use(jwt({ name: "jwt", secret: ctx.jwtSecret, exp: `${SESSION_TTL_SECONDS}s` }))
     .macro({

@@ -519,21 +519,19 @@ export class Outbox {
   }
 }
 
-const outboxes = new WeakMap<AppContext, Outbox>();
-
-/** The outbox of a running service instance (created on first use). */
-export function outboxFor(ctx: AppContext, opts?: Partial<OutboxOptions>): Outbox {
-  let o = outboxes.get(ctx);
-  if (!o) outboxes.set(ctx, (o = new Outbox(ctx, opts)));
-  return o;
+declare module "../context" {
+  interface Services {
+    /** The delivery engine (started and stopped by modules/delivery). */
+    outbox: Outbox;
+  }
 }
 
 /** Tells the outbox a campaign was cancelled (after the cancelling transaction committed). */
 export function campaignCancelled(ctx: AppContext, campaignId: string): void {
-  outboxes.get(ctx)?.cancelCampaign(campaignId);
+  ctx.services.outbox.cancelCampaign(campaignId);
 }
 
 /** Tells the outbox new emails are due (call after the inserting transaction committed). */
 export function wakeOutbox(ctx: AppContext): void {
-  outboxes.get(ctx)?.wake();
+  ctx.services.outbox.wake();
 }

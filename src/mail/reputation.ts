@@ -54,15 +54,19 @@ export const REPUTATION_JOB = "reputation.check";
 const CHECK_EVERY_MS = 10_000;
 
 /** The reputation query scans the project's 30-day window: at most once per 10 s per project. */
-const lastChecks = new WeakMap<AppContext, Map<string, number>>();
+declare module "../context" {
+  interface Caches {
+    /** projectId -> when its reputation was last checked (epoch ms). */
+    reputationChecks: Map<string, number>;
+  }
+}
 
 /**
  * Checks now when the project was not checked in the last 10 s; otherwise queues one durable check
  * for when the 10 s are over (deduplicated), so a burst of bounces is never left unchecked.
  */
 export async function checkReputationSoon(ctx: AppContext, projectId: string): Promise<void> {
-  let m = lastChecks.get(ctx);
-  if (!m) lastChecks.set(ctx, (m = new Map()));
+  const m = ctx.services.caches.reputationChecks;
   const now = ctx.clock.now();
   const last = m.get(projectId) ?? -Infinity;
   if (last <= now - CHECK_EVERY_MS) {
@@ -84,10 +88,9 @@ export async function recheckReputation(ctx: AppContext, projectId: string): Pro
 }
 
 export function registerReputationJob(ctx: AppContext): void {
-  ctx.hooks.hiddenJobTypes.push(REPUTATION_JOB);
   ctx.jobs.register(REPUTATION_JOB, async (job) => {
     const projectId = (job.payload as { projectId: string }).projectId;
-    lastChecks.get(ctx)?.set(projectId, ctx.clock.now());
+    ctx.services.caches.reputationChecks.set(projectId, ctx.clock.now());
     return { disabled: await enforceReputation(ctx, projectId) };
   });
 }

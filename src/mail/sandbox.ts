@@ -15,12 +15,13 @@ import type { AttemptResult } from "./next-state";
 export const CAPTURED_REPLY = "250 2.0.0 Captured by the sandbox: nothing left this server (GET /emails/:id/raw shows the message)";
 
 /** `projectId -> sandbox` per running instance (tests run several in one process); PATCH forgets. */
-const caches = new WeakMap<AppContext, Map<string, boolean>>();
-function cacheOf(ctx: AppContext): Map<string, boolean> {
-  let c = caches.get(ctx);
-  if (!c) caches.set(ctx, (c = new Map()));
-  return c;
+declare module "../context" {
+  interface Caches {
+    /** projectId -> whether it is a sandbox (forgetSandbox drops one). */
+    sandbox: Map<string, boolean>;
+  }
 }
+const cacheOf = (ctx: AppContext) => ctx.services.caches.sandbox;
 
 /**
  * Whether the project is a sandbox now (MAILSVC_SANDBOX=true: every project is). Inside a

@@ -24,12 +24,13 @@ function recordVerified(recordsJson: string, name: string): boolean {
 }
 
 /** `${projectId}|${domain}` -> signing key (null: no such domain). */
-const caches = new WeakMap<AppContext, Map<string, SigningKey | null>>();
-function cacheOf(ctx: AppContext): Map<string, SigningKey | null> {
-  let c = caches.get(ctx);
-  if (!c) caches.set(ctx, (c = new Map()));
-  return c;
+declare module "../context" {
+  interface Caches {
+    /** `${projectId}|${domain}` -> the domain's DKIM keys (null: no such domain). */
+    signingKeys: Map<string, SigningKey | null>;
+  }
 }
+const cacheOf = (ctx: AppContext) => ctx.services.caches.signingKeys;
 
 /** The DKIM key of a project's domain (any status), KeyObject cached; null when the project has no such domain. */
 export async function getSigningKey(ctx: AppContext, projectId: string, domain: string): Promise<SigningKey | null> {

@@ -10,21 +10,25 @@ const SETTING_KEY = "tracking_secret";
 /** 96-bit truncated HMAC: plenty against forgery (no offline oracle), keeps links short. */
 const SIG_BYTES = 12;
 
-const secrets = new WeakMap<AppContext, Buffer>();
+declare module "../context" {
+  interface Caches {
+    /** The installation's token secret, once loaded (settings `tracking_secret`). */
+    tokenSecret: { value: Buffer | null };
+  }
+}
 
 /** Loads (or creates, once) the installation's token secret. Called by the feedback module's install. */
 export async function loadTokenSecret(ctx: AppContext): Promise<Buffer> {
-  const cached = secrets.get(ctx);
-  if (cached) return cached;
+  const held = ctx.services.caches.tokenSecret;
+  if (held.value) return held.value;
   const value = await settingOrCreate(ctx.db, SETTING_KEY, () => randomBytes(32).toString("base64url"));
-  const secret = Buffer.from(value, "base64url");
-  secrets.set(ctx, secret);
-  return secret;
+  held.value = Buffer.from(value, "base64url");
+  return held.value;
 }
 
 /** The installation's token secret (loaded by the feedback module's install). */
 export function secretOf(ctx: AppContext): Buffer {
-  const s = secrets.get(ctx);
+  const s = ctx.services.caches.tokenSecret.value;
   if (!s) throw new Error("token secret not loaded: the feedback module's install() must run first");
   return s;
 }

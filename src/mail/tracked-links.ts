@@ -12,8 +12,13 @@ const MAX_REMEMBERED = 200_000;
  * Bumped when a project's links are deleted (project reset): builders then forget what they have
  * reported, so links are stored again. Travels to the build worker inside each build plan.
  */
-const generations = new WeakMap<AppContext, number>();
-export const linkGeneration = (ctx: AppContext) => generations.get(ctx) ?? 0;
+declare module "../context" {
+  interface Caches {
+    /** Bumped when stored links were deleted: builders store their links again. */
+    linkGeneration: { value: number };
+  }
+}
+export const linkGeneration = (ctx: AppContext) => ctx.services.caches.linkGeneration.value;
 
 const linkKeyFor = (secret: Buffer, projectId: string, url: string) => keyedDigest(secret, `link\n${projectId}\n${url}`, 8);
 
@@ -82,5 +87,5 @@ export async function resolveClick(ctx: AppContext, emailId: string, linkKey: st
 /** Forgets a project's links (project reset). */
 export async function deleteProjectLinks(ctx: AppContext, projectId: string): Promise<void> {
   await ctx.db.deleteFrom("tracked_links").where("project_id", "=", projectId).execute();
-  generations.set(ctx, linkGeneration(ctx) + 1);
+  ctx.services.caches.linkGeneration.value++;
 }

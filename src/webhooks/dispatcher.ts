@@ -266,11 +266,9 @@ export class WebhookDispatcher {
   }
 }
 
-const instances = new WeakMap<AppContext, WebhookDispatcher>();
-
-/** The dispatcher of one running instance (created on first use). */
-export function dispatcherOf(ctx: AppContext): WebhookDispatcher {
-  let d = instances.get(ctx);
-  if (!d) instances.set(ctx, (d = new WebhookDispatcher(ctx)));
-  return d;
+declare module "../context" {
+  interface Services {
+    /** Outbound webhook deliveries (started and stopped by modules/webhooks). */
+    webhookDispatcher: WebhookDispatcher;
+  }
 }

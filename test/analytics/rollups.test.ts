@@ -232,7 +232,7 @@ describe("GET /activity/upcoming", () => {
     // A deferred email (as the outbox leaves one after a 4xx).
     await srv.ctx.db.updateTable("emails").set({ status: "DEFERRED", attempts: 1, next_attempt_at: now + 2 * HOUR, last_reply: "451 later" }).where("id", "=", ids[0]!).execute();
     // A module that has its own upcoming work (scheduled campaigns, waiting executions) adds it through the hook.
-    srv.ctx.hooks.upcoming.push(async (_c, projectId) =>
+    srv.ctx.contributions.upcoming.push(async (_c, projectId) =>
       projectId === a.projectId ? [{ type: "campaign.scheduled", id: "camp-1", at: new Date(now + 90 * 60_000).toISOString(), details: {} }] : [],
     );
     const r = await srv.api("/activity/upcoming", { key: a.secretKey });

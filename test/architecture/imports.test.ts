@@ -18,7 +18,7 @@ export const LAYERS: { name: string; prefixes: string[] }[] = [
   { name: "automation", prefixes: ["src/automation/"] },
   { name: "web", prefixes: ["src/web/"] },
   { name: "modules", prefixes: ["src/modules/"] },
-  { name: "assembly", prefixes: ["src/server.ts", "src/main.ts", "src/doctor.ts"] },
+  { name: "assembly", prefixes: ["src/server.ts", "src/services.ts", "src/main.ts", "src/doctor.ts"] },
 ];
 
 function layerOf(file: string): number {

@@ -223,15 +223,15 @@ describe("lookup and fields", () => {
 
   test("field usage aggregates what segments, campaigns and workflows register", async () => {
     const acc = await createAccount(srv.api);
-    srv.ctx.hooks.fieldUsage.push(async (_ctx, projectId, field): Promise<Record<string, unknown[]>> =>
+    srv.ctx.contributions.fieldUsage.push(async (_ctx, projectId, field): Promise<Record<string, unknown[]>> =>
       projectId === acc.projectId && field === "plan" ? { segments: [{ id: "s1", name: "Pro users" }] } : {},
     );
-    srv.ctx.hooks.fieldUsage.push(async (_ctx, projectId, field): Promise<Record<string, unknown[]>> =>
+    srv.ctx.contributions.fieldUsage.push(async (_ctx, projectId, field): Promise<Record<string, unknown[]>> =>
       projectId === acc.projectId && field === "plan" ? { workflows: [{ id: "w1", name: "Upsell" }] } : {},
     );
     const r = await srv.api("/contacts/fields/data.plan/usage", { key: acc.secretKey });
     expect(r.body).toEqual({ segments: [{ id: "s1", name: "Pro users" }], campaigns: [], workflows: [{ id: "w1", name: "Upsell" }] });
-    srv.ctx.hooks.fieldUsage.length = 0;
+    srv.ctx.contributions.fieldUsage.length = 0;
   });
 });
 

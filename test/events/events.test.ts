@@ -101,14 +101,14 @@ test("GET /events/stats: totals and per-name counts over a window (default 30 da
 
 test("GET /events/:name/usage aggregates the registered modules", async () => {
   expect((await srv.api("/events/signup/usage", { key: a.secretKey })).body).toEqual({ segments: [], campaigns: [], workflows: [] });
-  srv.ctx.hooks.eventUsage.push(async (_c, projectId, name): Promise<Record<string, unknown[]>> =>
+  srv.ctx.contributions.eventUsage.push(async (_c, projectId, name): Promise<Record<string, unknown[]>> =>
     projectId === a.projectId && name === "signup" ? { workflows: [{ id: "w1", name: "Welcome" }] } : {},
   );
   try {
     expect((await srv.api("/events/signup/usage", { key: a.secretKey })).body.workflows).toEqual([{ id: "w1", name: "Welcome" }]);
     expect((await srv.api("/events/signup/usage", { key: b.secretKey })).body.workflows).toEqual([]);
   } finally {
-    srv.ctx.hooks.eventUsage.length = 0;
+    srv.ctx.contributions.eventUsage.length = 0;
   }
 });
 

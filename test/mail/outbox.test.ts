@@ -143,8 +143,7 @@ describe("outbox lifecycle", () => {
     const { createAccount } = await import("../support/server");
     const acct = await createAccount(first.api);
     // Stop the engine first so the rows stay queued, then fake a crash mid-send.
-    const { outboxFor } = await import("../../src/mail/outbox");
-    await outboxFor(first.ctx).stop();
+    await first.ctx.services.outbox.stop();
     const ids = await enqueueDirect(first, acct.projectId, content, [{ email: "late1@rcpt.test" }, { email: "late2@rcpt.test" }]);
     await first.ctx.db.updateTable("emails").set({ status: "SENDING", lease_until: first.clock.now() + 60_000 }).where("id", "in", ids).execute();
     await first.stop();

@@ -85,12 +85,12 @@ describe("CRUD", () => {
     const acc = A;
     const seg = (await create(acc, { name: "In use", type: "STATIC" })).body;
     // The campaigns module registers this look-up; here a stand-in answers for this one segment.
-    srv.ctx.hooks.segmentInUse.push(async (_c, projectId, id) => (projectId === acc.projectId && id === seg.id ? "campaign \"Spring\" (SCHEDULED)" : null));
+    srv.ctx.contributions.segmentInUse.push(async (_c, projectId, id) => (projectId === acc.projectId && id === seg.id ? "campaign \"Spring\" (SCHEDULED)" : null));
     const r = await srv.api(`/segments/${seg.id}`, { key: acc.secretKey, method: "DELETE" });
     expect(r.status).toBe(409);
     expect(r.body.error.code).toBe("INVALID_STATE");
     expect((await srv.api(`/segments/${seg.id}`, { key: acc.secretKey })).status).toBe(200);
-    srv.ctx.hooks.segmentInUse.pop();
+    srv.ctx.contributions.segmentInUse.pop();
     expect((await srv.api(`/segments/${seg.id}`, { key: acc.secretKey, method: "DELETE" })).status).toBe(200);
   });
 

@@ -195,10 +195,10 @@ describe("duplicate and usage", () => {
     expect(empty.body).toEqual({ campaigns: [], workflows: [] });
 
     // What the campaigns and workflows modules plug in.
-    srv.ctx.hooks.templateUsage.push(async (_c, projectId, templateId) => ({
+    srv.ctx.contributions.templateUsage.push(async (_c, projectId, templateId) => ({
       campaigns: projectId === acc.projectId && templateId === t.id ? [{ id: "c1", name: "Launch", status: "DRAFT" }] : [],
     }));
-    srv.ctx.hooks.templateUsage.push(async (_c, projectId, templateId) => ({
+    srv.ctx.contributions.templateUsage.push(async (_c, projectId, templateId) => ({
       workflows: projectId === acc.projectId && templateId === t.id ? [{ id: "w1", name: "Onboarding", stepId: "s1" }] : [],
     }));
     const used = await srv.api(`/templates/${t.id}/usage`, { key: acc.secretKey });
@@ -210,7 +210,7 @@ describe("duplicate and usage", () => {
     expect(del.body.error.code).toBe("INVALID_STATE");
     expect(del.body.error.details.workflows).toHaveLength(1);
     expect((await srv.api(`/templates/${t.id}`, { key: acc.secretKey })).status).toBe(200);
-    srv.ctx.hooks.templateUsage.length = 0;
+    srv.ctx.contributions.templateUsage.length = 0;
   });
 
   test("getTemplate/viewTemplate serve other modules, scoped by project", async () => {

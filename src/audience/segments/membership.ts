@@ -28,11 +28,16 @@ export type { TrackedSegment } from "./tracked";
 
 // ---- the project's tracked DYNAMIC segments (read on every contact write) ------------------------------
 
-const plans = new WeakMap<AppContext, Map<string, Promise<FollowPlan | null>>>();
+declare module "../../context" {
+  interface Caches {
+    /** projectId -> its tracked DYNAMIC segments' follow plan (forgetTrackedSegments drops one). */
+    trackedSegments: Map<string, Promise<FollowPlan | null>>;
+  }
+}
 
 /** Drops the cached plan after a segment of the project was created, edited or deleted. */
 export function forgetTrackedSegments(ctx: AppContext, projectId: string): void {
-  plans.get(ctx)?.delete(projectId);
+  ctx.services.caches.trackedSegments.delete(projectId);
 }
 
 /**
@@ -40,8 +45,7 @@ export function forgetTrackedSegments(ctx: AppContext, projectId: string): void 
  * (follow.ts); null when it tracks none. Cached until forgetTrackedSegments.
  */
 export function trackFollowPlan(ctx: AppContext, projectId: string): Promise<FollowPlan | null> {
-  let cache = plans.get(ctx);
-  if (!cache) plans.set(ctx, (cache = new Map()));
+  const cache = ctx.services.caches.trackedSegments;
   let p = cache.get(projectId);
   if (!p) {
     p = loadFollowPlan(ctx, projectId);

@@ -13,19 +13,21 @@ import { liveCount } from "./audience";
 
 export const RECOUNT_DELAY_MS = 250;
 
-interface Recounts {
-  ids: Set<string>;
-  timer: ReturnType<typeof setTimeout> | null;
-  running: Promise<void> | null;
-  stopped: boolean;
+/** The segments waiting for a recount, and the recount running (one per instance). */
+export class SegmentRecounts {
+  ids = new Set<string>();
+  timer: ReturnType<typeof setTimeout> | null = null;
+  running: Promise<void> | null = null;
+  stopped = false;
 }
-const state = new WeakMap<AppContext, Recounts>();
 
-function of(ctx: AppContext): Recounts {
-  let s = state.get(ctx);
-  if (!s) state.set(ctx, (s = { ids: new Set(), timer: null, running: null, stopped: false }));
-  return s;
+declare module "../../context" {
+  interface Services {
+    segmentRecounts: SegmentRecounts;
+  }
 }
+
+const of = (ctx: AppContext): SegmentRecounts => ctx.services.segmentRecounts;
 
 /** Recounts these segments soon (ids of segments that moved while not in sync). */
 export function scheduleRecount(ctx: AppContext, ids: Iterable<string>): void {

@@ -144,9 +144,9 @@ export async function upcoming(ctx: AppContext, projectId: string, limit: number
       details: { to: e.to_email, contactId: e.contact_id, attempts: e.attempts, campaignId: e.campaign_id, lastReply: e.last_reply },
     });
   }
-  for (const j of await upcomingJobs(ctx.db, projectId, limit, ctx.hooks.hiddenJobTypes)) {
+  for (const j of await upcomingJobs(ctx.db, projectId, limit, ctx.contributions.hiddenJobTypes)) {
     items.push({ type: `job.${j.type}`, id: j.id, at: iso(j.run_at), details: { state: j.state, progress: j.progress } });
   }
-  for (const more of ctx.hooks.upcoming) items.push(...(await more(ctx, projectId, limit)));
+  for (const more of ctx.contributions.upcoming) items.push(...(await more(ctx, projectId, limit)));
   return items.sort((a, b) => (a.at ?? "").localeCompare(b.at ?? "")).slice(0, limit);
 }

@@ -10,7 +10,8 @@ export const billingModule: ModuleDef = {
   name: "billing",
   routes: billingRoutes,
   install(ctx) {
-    // Campaign sends and workflow emails charge their category through this hook.
+    // The workflow engine's SEND_EMAIL step (src/automation, below the modules) charges through this hook;
+    // modules (send, campaigns, double opt-in) import consumeQuota.
     ctx.hooks.consumeQuota = consumeQuota;
   },
 };

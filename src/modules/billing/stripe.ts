@@ -9,10 +9,15 @@ export function billingEnabled(ctx: AppContext): boolean {
   return !!(c.stripeSecretKey && c.stripeWebhookSecret && c.stripePriceId);
 }
 
-const clients = new WeakMap<AppContext, Stripe>();
+declare module "../../context" {
+  interface Services {
+    /** The Stripe SDK client, made on first use (billing is off on most installs). */
+    stripe: { client: Stripe | null };
+  }
+}
 
 export function stripeClient(ctx: AppContext): Stripe {
-  let s = clients.get(ctx);
+  let s = ctx.services.stripe.client;
   if (s) return s;
   const base = new URL(ctx.config.stripeApiBase || "https://api.stripe.com");
   const protocol = base.protocol === "http:" ? "http" : "https";
@@ -27,7 +32,7 @@ export function stripeClient(ctx: AppContext): Stripe {
     timeout: 20_000,
     telemetry: false,
   });
-  clients.set(ctx, s);
+  ctx.services.stripe.client = s;
   return s;
 }
 

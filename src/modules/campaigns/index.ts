@@ -17,43 +17,58 @@ async function campaignsReferencing(ctx: AppContext, projectId: string, test: (r
 export const campaignsModule: ModuleDef = {
   name: "campaigns",
   routes: campaignRoutes,
+  provides: {
+    templateUsage: [
+      async (c, projectId, templateId) => ({ campaigns: await q.campaignsUsingTemplate(c.db, projectId, templateId) }),
+    ],
+    fieldUsage: [
+      async (c, projectId, field) => {
+        const key = field.startsWith("data.") ? field.slice(5) : field;
+        return { campaigns: await campaignsReferencing(c, projectId, (r) => r.fields.includes(key)) };
+      },
+    ],
+    eventUsage: [
+      async (c, projectId, name) => ({ campaigns: await campaignsReferencing(c, projectId, (r) => r.events.includes(name)) }),
+    ],
+    hiddenJobTypes: [
+      // A scheduled campaign is listed once, as itself; its start job (also left behind, harmless, by a
+      // cancel, delete or reschedule) is not.
+      JOBS.start,
+    ],
+    upcoming: [
+      async (c, projectId, limit) =>
+        (await q.scheduledCampaigns(c.db, projectId, limit)).map((r) => ({
+          type: "campaign.scheduled",
+          id: r.id,
+          at: iso(r.scheduled_for),
+          details: { campaignId: r.id, name: r.name, subject: r.subject },
+        })),
+    ],
+    setupState: [
+      async (c, projectId) => {
+        const r = await c.db.selectFrom("campaigns").select((eb) => eb.fn.countAll<number>().as("n")).where("project_id", "=", projectId).executeTakeFirstOrThrow();
+        return { campaigns: Number(r.n) };
+      },
+    ],
+    segmentInUse: [
+      // DELETE /segments/:id is refused (409 INVALID_STATE) while a SCHEDULED or SENDING campaign uses it:
+      // as its SEGMENT audience or through `segment.<id>` in a FILTERED audience's condition.
+      async (c, projectId, segmentId) => {
+        const used = (await q.activeCampaignAudiences(c.db, projectId)).filter(
+          // Only the audience the campaign sends to holds the segment (a segmentId or condition kept from another type does not).
+          (r) =>
+            (r.audience_type === "SEGMENT" && r.segment_id === segmentId) ||
+            (r.audience_type === "FILTERED" && conditionReferences(parseStoredCondition(r.audience_condition)).segments.includes(segmentId)),
+        );
+        return used.length ? `${used.length} active campaign(s): ${used.map((u) => `"${u.name}" (${u.status})`).join(", ")}` : null;
+      },
+    ],
+    resetProject: [(c, projectId) => q.deleteProjectCampaigns(c.db, projectId)],
+  },
   install(ctx) {
     ctx.jobs.register(JOBS.start, (job) => runStart(ctx, job));
     ctx.jobs.register(JOBS.fanout, (job) => runFanout(ctx, job));
     ctx.hooks.campaignOutcomes = completionWatcher(ctx);
-    ctx.hooks.templateUsage.push(async (c, projectId, templateId) => ({ campaigns: await q.campaignsUsingTemplate(c.db, projectId, templateId) }));
-    ctx.hooks.fieldUsage.push(async (c, projectId, field) => {
-      const key = field.startsWith("data.") ? field.slice(5) : field;
-      return { campaigns: await campaignsReferencing(c, projectId, (r) => r.fields.includes(key)) };
-    });
-    ctx.hooks.eventUsage.push(async (c, projectId, name) => ({ campaigns: await campaignsReferencing(c, projectId, (r) => r.events.includes(name)) }));
-    // A scheduled campaign is listed once, as itself; its start job (also left behind, harmless, by a
-    // cancel, delete or reschedule) is not.
-    ctx.hooks.hiddenJobTypes.push(JOBS.start);
-    ctx.hooks.upcoming.push(async (c, projectId, limit) =>
-      (await q.scheduledCampaigns(c.db, projectId, limit)).map((r) => ({
-        type: "campaign.scheduled",
-        id: r.id,
-        at: iso(r.scheduled_for),
-        details: { campaignId: r.id, name: r.name, subject: r.subject },
-      })),
-    );
-    ctx.hooks.setupState.push(async (c, projectId) => {
-      const r = await c.db.selectFrom("campaigns").select((eb) => eb.fn.countAll<number>().as("n")).where("project_id", "=", projectId).executeTakeFirstOrThrow();
-      return { campaigns: Number(r.n) };
-    });
-    // DELETE /segments/:id is refused (409 INVALID_STATE) while a SCHEDULED or SENDING campaign uses it:
-    // as its SEGMENT audience or through `segment.<id>` in a FILTERED audience's condition.
-    ctx.hooks.segmentInUse.push(async (c, projectId, segmentId) => {
-      const used = (await q.activeCampaignAudiences(c.db, projectId)).filter(
-        // Only the audience the campaign sends to holds the segment (a segmentId or condition kept from another type does not).
-        (r) =>
-          (r.audience_type === "SEGMENT" && r.segment_id === segmentId) ||
-          (r.audience_type === "FILTERED" && conditionReferences(parseStoredCondition(r.audience_condition)).segments.includes(segmentId)),
-      );
-      return used.length ? `${used.length} active campaign(s): ${used.map((u) => `"${u.name}" (${u.status})`).join(", ")}` : null;
-    });
-    ctx.hooks.resetProject.push((c, projectId) => q.deleteProjectCampaigns(c.db, projectId));
   },
   async start(ctx) {
     await checkAllSending(ctx);

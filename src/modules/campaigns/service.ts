@@ -6,6 +6,7 @@ import { cancelQueuedOfCampaign } from "../../mail/store";
  */
 import { iso } from "../../clock";
 import type { AppContext } from "../../context";
+import { consumeQuota } from "../billing/quota";
 import type { AudienceType, CampaignStatus } from "../../db/tables/campaigns";
 import type { TemplateType } from "../../db/tables/senders";
 import { badRequest, invalidState, notFound, validationError, type FieldError } from "../../http/errors";
@@ -239,7 +240,7 @@ export async function beginSending(
   const audience = await audienceErrors({ ...ctx, db: trx as AppContext["db"] }, fresh);
   if (audience.length) throw validationError(audience);
   // The whole audience is charged before any fan-out: over the monthly cap nothing is sent (402).
-  await ctx.hooks.consumeQuota?.(trx as never, ctx, c.project_id, "campaigns", recipients);
+  await consumeQuota(trx as never, ctx, c.project_id, "campaigns", recipients);
   const contentId = await insertContent(trx, now, {
     projectId: c.project_id,
     subject: c.subject,

@@ -249,7 +249,7 @@ export async function fieldValues(ctx: AppContext, projectId: string, rawField: 
 
 export async function fieldUsage(ctx: AppContext, projectId: string, rawField: string) {
   const key = fieldKey(rawField);
-  return aggregateUsage(ctx, ctx.hooks.fieldUsage, projectId, key);
+  return aggregateUsage(ctx, ctx.contributions.fieldUsage, projectId, key);
 }
 
 export async function deleteField(ctx: AppContext, projectId: string, rawField: string) {

@@ -1,5 +1,4 @@
-import { outboxFor } from "../../mail/outbox";
-import { registerReputationJob, reputation } from "../../mail/reputation";
+import { REPUTATION_JOB, registerReputationJob } from "../../mail/reputation";
 import type { ModuleDef } from "../../http/module";
 
 /**
@@ -8,14 +7,16 @@ import type { ModuleDef } from "../../http/module";
  */
 export const deliveryModule: ModuleDef = {
   name: "delivery",
+  provides: {
+    hiddenJobTypes: [REPUTATION_JOB],
+  },
   install(ctx) {
     registerReputationJob(ctx);
-    ctx.hooks.security = (c, projectId) => reputation(c, projectId) as unknown as Promise<Record<string, unknown>>;
   },
   async start(ctx) {
-    await outboxFor(ctx).start();
+    await ctx.services.outbox.start();
   },
   async stop(ctx) {
-    await outboxFor(ctx).stop();
+    await ctx.services.outbox.stop();
   },
 };

@@ -21,18 +21,18 @@ export type DomainRow = Selectable<DomainsTable>;
 
 // ---- per-instance caches (tests run several instances in one process) ----------------------------
 
-interface Caches {
+export interface DomainCaches {
   /** projectId -> its VERIFIED domains (the sender guard's hot path). */
   verified: Map<string, Set<string>>;
   /** The server records as last checked by a domain verification (one set for every domain). */
   server: DnsRecord[] | null;
 }
-const caches = new WeakMap<AppContext, Caches>();
-function cachesOf(ctx: AppContext): Caches {
-  let c = caches.get(ctx);
-  if (!c) caches.set(ctx, (c = { verified: new Map(), server: null }));
-  return c;
+declare module "../../context" {
+  interface Caches {
+    domains: DomainCaches;
+  }
 }
+const cachesOf = (ctx: AppContext): DomainCaches => ctx.services.caches.domains;
 
 /** Drops what is cached for a project's domains (after a status change, a delete or a reset). */
 export function invalidateDomainCaches(ctx: AppContext, projectId: string, domain?: string): void {

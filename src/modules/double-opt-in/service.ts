@@ -11,6 +11,7 @@ import { setSubscribed } from "../../audience/contacts";
 import { parseData } from "../../audience/data-rules";
 import { contactsChanged } from "../../audience/changes";
 import type { AppContext } from "../../context";
+import { consumeQuota } from "../billing/quota";
 import { validationError } from "../../http/errors";
 import { insertContent, insertEmails } from "../../mail/enqueue";
 import { wakeOutbox } from "../../mail/outbox";
@@ -35,12 +36,13 @@ export function viewDoubleOptIn(p: { double_opt_in?: number; double_opt_in_templ
 
 // The setting is read on every public-key track: cached a few seconds per project, dropped on PATCH.
 const CACHE_MS = 5_000;
-const caches = new WeakMap<AppContext, Map<string, { at: number; value: DoubleOptIn }>>();
-const cacheOf = (ctx: AppContext) => {
-  let c = caches.get(ctx);
-  if (!c) caches.set(ctx, (c = new Map()));
-  return c;
-};
+declare module "../../context" {
+  interface Caches {
+    /** projectId -> its double opt-in setting and when it was read (forgetDoubleOptIn drops one). */
+    doubleOptIn: Map<string, { at: number; value: DoubleOptIn }>;
+  }
+}
+const cacheOf = (ctx: AppContext) => ctx.services.caches.doubleOptIn;
 
 export async function doubleOptInOf(ctx: AppContext, projectId: string): Promise<DoubleOptIn> {
   const cache = cacheOf(ctx);
@@ -140,7 +142,7 @@ export async function requestConfirmation(ctx: AppContext, projectId: string, co
     if (!suppressed) {
       // Counted as transactional mail: over the monthly cap, no email (the contact stays pending).
       try {
-        await ctx.hooks.consumeQuota?.(trx as never, ctx, projectId, "transactional", 1);
+        await consumeQuota(trx as never, ctx, projectId, "transactional", 1);
       } catch (e) {
         if ((e as { status?: number })?.status !== 402) throw e;
         ctx.log.warn("double opt-in: no confirmation email (the monthly transactional cap is reached)", { projectId, contactId });

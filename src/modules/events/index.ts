@@ -1,4 +1,3 @@
-import { trackBatcher } from "../../audience/track";
 import type { ModuleDef } from "../../http/module";
 import { hasEvents } from "./queries";
 import { eventRoutes } from "./routes";
@@ -7,11 +6,11 @@ import { eventRoutes } from "./routes";
 export const eventsModule: ModuleDef = {
   name: "events",
   routes: eventRoutes,
-  install(ctx) {
-    ctx.hooks.setupState.push(async (c, projectId) => ({ hasEvents: await hasEvents(c, projectId) }));
+  provides: {
+    setupState: [async (c, projectId) => ({ hasEvents: await hasEvents(c, projectId) })],
   },
   async stop(ctx) {
     // The HTTP server has stopped: commit whatever tracks are still queued before the store closes.
-    await trackBatcher(ctx).drain();
+    await ctx.services.trackBatcher.drain();
   },
 };

@@ -3,7 +3,6 @@ import { iso } from "../../clock";
 import type { AppContext } from "../../context";
 import { dataErrors, type Data } from "../../audience/data-rules";
 import { isReservedEventName, MAX_EVENT_NAME_LENGTH, viewEvent } from "../../audience/events";
-import { trackBatcher } from "../../audience/track";
 import { aggregateUsage } from "../../audience/usage";
 import { badRequest, notFound, validationError, type FieldError } from "../../http/errors";
 import { withIdempotency } from "../../http/idempotency";
@@ -63,7 +62,7 @@ export async function track(
   };
   const hold = via === "public" && (await doubleOptInOf(ctx, projectId)).enabled && (await wouldSubscribe(ctx, projectId, input.email, input.subscribed));
   if (hold) input.subscribed = false;
-  const batcher = trackBatcher(ctx);
+  const batcher = ctx.services.trackBatcher;
   const run = async () => {
     const r = await batcher.track(input);
     if (hold) {
@@ -145,7 +144,7 @@ export async function names(ctx: AppContext, projectId: string) {
 }
 
 export function usage(ctx: AppContext, projectId: string, name: string) {
-  return aggregateUsage(ctx, ctx.hooks.eventUsage, projectId, name);
+  return aggregateUsage(ctx, ctx.contributions.eventUsage, projectId, name);
 }
 
 /** Deletes every event of a client event name; system events (reserved names) are history and stay. */

@@ -7,7 +7,7 @@ import * as contacts from "../../audience/contacts";
 import * as events from "../../audience/events";
 
 export type Conn = Kysely<DB> | Transaction<DB>;
-/** An event written inside a transaction, to announce (ctx.hooks.onEvent) after the commit. */
+/** An event written inside a transaction, announced (notifyEvents wakes the event feed) after the commit. */
 export type PendingEvent = events.RecordedEvent;
 export { notifyEvents } from "../../audience/events";
 

@@ -7,17 +7,24 @@ import type { ModuleDef } from "../../http/module";
 import { handleInbound, routeRecipient, type Route } from "./inbound";
 import { feedbackRoutes } from "./routes";
 
-const listeners = new WeakMap<AppContext, InboundServer>();
+declare module "../../context" {
+  interface Services {
+    /** The inbound SMTP listener while it runs (MAILSVC_INBOUND_SMTP_PORT). */
+    inbound: { server: InboundServer | null };
+  }
+}
 
 /** The inbound listener of a running instance (tests read its port). */
-export const inboundServerOf = (ctx: AppContext) => listeners.get(ctx);
+export const inboundServerOf = (ctx: AppContext) => ctx.services.inbound.server ?? undefined;
 
 export const feedbackModule: ModuleDef = {
   name: "feedback",
   routes: feedbackRoutes,
+  provides: {
+    resetProject: [(c, projectId) => deleteProjectLinks(c, projectId)],
+  },
   async install(ctx) {
     await loadTokenSecret(ctx);
-    ctx.hooks.resetProject.push((c, projectId) => deleteProjectLinks(c, projectId));
   },
   async start(ctx) {
     const c = ctx.config;
@@ -36,12 +43,12 @@ export const feedbackModule: ModuleDef = {
       route: (address) => routeRecipient(ctx, address),
       handle: (msg) => handleInbound(ctx, msg),
     });
-    listeners.set(ctx, server);
+    ctx.services.inbound.server = server;
     ctx.log.info("inbound SMTP listening", { port: server.port, starttls: !!tls });
   },
   async stop(ctx) {
-    const s = listeners.get(ctx);
-    listeners.delete(ctx);
+    const s = ctx.services.inbound.server;
+    ctx.services.inbound.server = null;
     await s?.close();
   },
 };

@@ -23,12 +23,21 @@ export interface SnsEnvelope {
 
 export type CertFetcher = (url: string) => Promise<string>;
 
-const fetchers = new WeakMap<AppContext, CertFetcher>();
-const certCaches = new WeakMap<AppContext, Map<string, X509Certificate>>();
+/** How SNS signing certificates and subscription confirmations are fetched, and the certificates seen. */
+export class SnsClient {
+  fetch: CertFetcher | null = null;
+  readonly certs = new Map<string, X509Certificate>();
+}
+
+declare module "../../context" {
+  interface Services {
+    sns: SnsClient;
+  }
+}
 
 /** Tests (no network) replace how certificates and subscription confirmations are fetched. */
 export function setSnsFetcher(ctx: AppContext, fn: CertFetcher) {
-  fetchers.set(ctx, fn);
+  ctx.services.sns.fetch = fn;
 }
 
 const defaultFetch: CertFetcher = async (url) => {
@@ -68,11 +77,10 @@ export async function verifySnsSignature(ctx: AppContext, m: SnsEnvelope): Promi
   if (!isAmazonSnsUrl(m.SigningCertURL, ".pem")) return false;
   const algo = m.SignatureVersion === "1" ? "RSA-SHA1" : m.SignatureVersion === "2" ? "RSA-SHA256" : null;
   if (!algo || typeof m.Signature !== "string") return false;
-  let certCache = certCaches.get(ctx);
-  if (!certCache) certCaches.set(ctx, (certCache = new Map()));
+  const certCache = ctx.services.sns.certs;
   let cert = certCache.get(m.SigningCertURL);
   if (!cert) {
-    const pem = await (fetchers.get(ctx) ?? defaultFetch)(m.SigningCertURL);
+    const pem = await (ctx.services.sns.fetch ?? defaultFetch)(m.SigningCertURL);
     cert = new X509Certificate(pem);
     if (certCache.size > 50) certCache.clear();
     certCache.set(m.SigningCertURL, cert);
@@ -110,7 +118,7 @@ export async function handleSns(ctx: AppContext, body: unknown): Promise<SnsResu
   if (!(await verifySnsSignature(ctx, env))) return { status: 403, outcome: "bad signature" };
   if (env.Type === "SubscriptionConfirmation") {
     if (!isAmazonSnsUrl(env.SubscribeURL)) return { status: 400, outcome: "bad SubscribeURL" };
-    await (fetchers.get(ctx) ?? defaultFetch)(env.SubscribeURL!);
+    await (ctx.services.sns.fetch ?? defaultFetch)(env.SubscribeURL!);
     ctx.log.info("sns: subscription confirmed", { topic: env.TopicArn });
     return { status: 200, outcome: "confirmed" };
   }

@@ -1,5 +1,6 @@
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../../context";
+import { reputation } from "../../mail/reputation";
 import { authPlugin, countSessionRequest, type AuthInfo } from "../../http/auth";
 import { forbidden, notFound } from "../../http/errors";
 import * as svc from "./service";
@@ -21,7 +22,7 @@ async function callerRole(ctx: AppContext, auth: AuthInfo, projectId: string, he
 /** docs/api.md "Billing, uploads, project reset", **Security**: rates in percent (0-100) over the last 30 days, the suspension state. */
 async function security(ctx: AppContext, projectId: string) {
   const p = await svc.suspensionState(ctx, projectId);
-  const r = (ctx.hooks.security ? await ctx.hooks.security(ctx, projectId) : {}) as Record<string, unknown>;
+  const r = (await reputation(ctx, projectId)) as unknown as Record<string, unknown>;
   const num = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : 0);
   const percent = (fraction: unknown) => Math.round(num(fraction) * 10_000) / 100;
   return {

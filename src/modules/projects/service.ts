@@ -141,7 +141,7 @@ export async function rotateKeys(ctx: AppContext, projectId: string) {
 }
 
 export async function deleteProject(ctx: AppContext, projectId: string) {
-  for (const reset of ctx.hooks.resetProject) await reset(ctx, projectId);
+  for (const reset of ctx.contributions.resetProject) await reset(ctx, projectId);
   await ctx.db.deleteFrom("projects").where("id", "=", projectId).execute();
   ctx.keys.invalidate(projectId);
   forgetSandbox(ctx, projectId);
@@ -154,7 +154,7 @@ export async function deleteProject(ctx: AppContext, projectId: string) {
  */
 export async function resetProject(ctx: AppContext, projectId: string) {
   const deleted = await wipeProjectRows(ctx.db, ctx.store.engine, projectId);
-  for (const reset of ctx.hooks.resetProject) await reset(ctx, projectId);
+  for (const reset of ctx.contributions.resetProject) await reset(ctx, projectId);
   ctx.log.info("project reset", { projectId, deleted });
 }
 
@@ -251,7 +251,7 @@ export async function setupState(ctx: AppContext, projectId: string) {
   if (!p) throw notFound("Project");
   const members = await listMembers(ctx, projectId);
   const state: Record<string, unknown> = { projectId, hasKeys: true, members: members.length };
-  for (const part of ctx.hooks.setupState) Object.assign(state, await part(ctx, projectId));
+  for (const part of ctx.contributions.setupState) Object.assign(state, await part(ctx, projectId));
   // The onboarding checklist in one place: a domain, a verified domain, a first contact, a first send.
   const n = (k: string) => (typeof state[k] === "number" ? (state[k] as number) : 0);
   state.hasDomain = n("domains") > 0;

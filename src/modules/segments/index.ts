@@ -11,11 +11,13 @@ export { viewSegment, type SegmentView } from "./service";
 export const segmentsModule: ModuleDef = {
   name: "segments",
   routes: segmentRoutes,
+  provides: {
+    contactsChanged: [reevaluateContacts],
+    fieldUsage: [fieldUsage],
+    eventUsage: [eventUsage],
+    resetProject: [resetProjectSegments],
+  },
   install(ctx) {
-    ctx.hooks.contactsChanged.push(reevaluateContacts);
-    ctx.hooks.fieldUsage.push(fieldUsage);
-    ctx.hooks.eventUsage.push(eventUsage);
-    ctx.hooks.resetProject.push(resetProjectSegments);
     ctx.schedules.every("segment-sweep", ctx.config.segmentSweepIntervalMs, () => sweepSegments(ctx));
   },
   stop: (ctx) => stopRecounts(ctx),

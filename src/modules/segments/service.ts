@@ -195,7 +195,7 @@ export async function deleteSegment(ctx: AppContext, projectId: string, id: stri
   // otherwise start SENDING to a segment that is then deleted.
   await ctx.db.transaction().execute(async (trx) => {
     const inTrx: AppContext = { ...ctx, db: trx };
-    for (const hook of ctx.hooks.segmentInUse) {
+    for (const hook of ctx.contributions.segmentInUse) {
       const user = await hook(inTrx, projectId, id);
       if (user) throw invalidState(`The segment is used by ${user}`, { segmentId: id });
     }

@@ -1,5 +1,4 @@
 import type { ModuleDef } from "../../http/module";
-import { sendAccountEmail } from "./account-email";
 import { sendRoutes } from "./routes";
 import { firstSend } from "./service";
 
@@ -7,8 +6,7 @@ import { firstSend } from "./service";
 export const sendModule: ModuleDef = {
   name: "send",
   routes: sendRoutes,
-  install(ctx) {
-    ctx.hooks.sendAccountEmail = sendAccountEmail;
-    ctx.hooks.setupState.push((c, projectId) => firstSend(c, projectId));
+  provides: {
+    setupState: [(c, projectId) => firstSend(c, projectId)],
   },
 };

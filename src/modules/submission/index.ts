@@ -14,11 +14,16 @@ import { replyFor } from "./replies";
 /** Recipients per submitted message (452 4.5.3 beyond). */
 export const MAX_SUBMISSION_RECIPIENTS = 50;
 
-const listeners = new WeakMap<AppContext, { starttls?: SubmissionListener; tls?: SubmissionListener }>();
+declare module "../../context" {
+  interface Services {
+    /** The SMTP submission listeners while they run (MAILSVC_SUBMISSION_PORT, _TLS_PORT). */
+    submission: { starttls?: SubmissionListener; tls?: SubmissionListener };
+  }
+}
 
 /** The running submission listeners' ports (0 when off). */
 export function submissionPorts(ctx: AppContext): { starttls: number; tls: number } {
-  const l = listeners.get(ctx);
+  const l = ctx.services.submission;
   return { starttls: l?.starttls?.port ?? 0, tls: l?.tls?.port ?? 0 };
 }
 
@@ -51,8 +56,7 @@ export const submissionModule: ModuleDef = {
     if (c.submissionTlsPort > 0 && !files) throw new Error("MAILSVC_SUBMISSION_TLS_PORT needs MAILSVC_TLS_CERT and MAILSVC_TLS_KEY (PEM files)");
     if (!files) ctx.log.warn("submission: no MAILSVC_TLS_CERT/MAILSVC_TLS_KEY, so no STARTTLS: only clients on this machine (loopback) can authenticate");
     const tls = files ? { cert: readFileSync(files.certFile), key: readFileSync(files.keyFile) } : null;
-    const started: { starttls?: SubmissionListener; tls?: SubmissionListener } = {};
-    listeners.set(ctx, started);
+    const started = ctx.services.submission;
     const common = {
       host: c.host,
       name: c.hostname,
@@ -70,8 +74,9 @@ export const submissionModule: ModuleDef = {
     ctx.log.info("SMTP submission listening", { port: ports.starttls || undefined, tlsPort: ports.tls || undefined, certificate: !!tls });
   },
   async stop(ctx) {
-    const l = listeners.get(ctx);
-    listeners.delete(ctx);
-    await Promise.all([l?.starttls?.close(), l?.tls?.close()]);
+    const l = ctx.services.submission;
+    const closing = [l.starttls?.close(), l.tls?.close()];
+    l.starttls = l.tls = undefined;
+    await Promise.all(closing);
   },
 };

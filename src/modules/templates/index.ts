@@ -7,8 +7,8 @@ export { getTemplate, findTemplate, viewTemplate, type TemplateRow, type Templat
 export const templatesModule: ModuleDef = {
   name: "templates",
   routes: templateRoutes,
-  install(ctx) {
-    ctx.hooks.setupState.push((c, projectId) => templateCount(c, projectId));
-    ctx.hooks.resetProject.push((c, projectId) => deleteProjectTemplates(c, projectId));
+  provides: {
+    setupState: [(c, projectId) => templateCount(c, projectId)],
+    resetProject: [(c, projectId) => deleteProjectTemplates(c, projectId)],
   },
 };

@@ -137,7 +137,7 @@ export async function updateTemplate(ctx: AppContext, projectId: string, id: str
 export async function templateUsage(ctx: AppContext, projectId: string, id: string) {
   await getTemplate(ctx, projectId, id);
   const usage: { campaigns: unknown[]; workflows: unknown[]; [k: string]: unknown[] } = { campaigns: [], workflows: [] };
-  for (const hook of ctx.hooks.templateUsage) {
+  for (const hook of ctx.contributions.templateUsage) {
     const part = await hook(ctx, projectId, id);
     for (const [k, v] of Object.entries(part)) if (Array.isArray(v)) usage[k] = [...(usage[k] ?? []), ...v];
   }

@@ -6,7 +6,7 @@ import { uploadCount } from "./service";
 export const uploadsModule: ModuleDef = {
   name: "uploads",
   routes: uploadRoutes,
-  install(ctx) {
-    ctx.hooks.setupState.push((c, projectId) => uploadCount(c, projectId));
+  provides: {
+    setupState: [(c, projectId) => uploadCount(c, projectId)],
   },
 };

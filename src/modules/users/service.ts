@@ -2,6 +2,7 @@ import { isUniqueViolation } from "../../db/errors";
 import { createHash, randomBytes } from "node:crypto";
 import { iso } from "../../clock";
 import type { AppContext } from "../../context";
+import { sendAccountEmail } from "../send/account-email";
 import { AppError, badRequest, conflict, forbidden, unauthorized, validationError } from "../../http/errors";
 import { isValidEmail } from "../../mail/address";
 import { RateLimiter } from "../../http/rate-limit";
@@ -67,12 +68,22 @@ const LOGIN_FAILURES = 10;
 const LOGIN_WINDOW_MS = 15 * 60_000;
 const RESET_MAILS = 5;
 const RESET_WINDOW_MS = 60 * 60_000;
-const accountLimiters = new WeakMap<AppContext, { logins: RateLimiter; resets: RateLimiter }>();
-function limitersOf(ctx: AppContext) {
-  let l = accountLimiters.get(ctx);
-  if (!l) accountLimiters.set(ctx, (l = { logins: new RateLimiter(LOGIN_FAILURES, ctx.clock, LOGIN_WINDOW_MS), resets: new RateLimiter(RESET_MAILS, ctx.clock, RESET_WINDOW_MS) }));
-  return l;
+/** The account throttles of one instance: failed logins per key, reset mails per address. */
+export class AccountLimiters {
+  readonly logins: RateLimiter;
+  readonly resets: RateLimiter;
+  constructor(clock: AppContext["clock"]) {
+    this.logins = new RateLimiter(LOGIN_FAILURES, clock, LOGIN_WINDOW_MS);
+    this.resets = new RateLimiter(RESET_MAILS, clock, RESET_WINDOW_MS);
+  }
 }
+
+declare module "../../context" {
+  interface Services {
+    accountLimiters: AccountLimiters;
+  }
+}
+const limitersOf = (ctx: AppContext) => ctx.services.accountLimiters;
 
 /**
  * The failed-login throttle (LOGIN_FAILURES per LOGIN_WINDOW_MS per key) for other ways in: SMTP
@@ -112,12 +123,12 @@ export async function getUser(ctx: AppContext, userId: string) {
 }
 
 function requireAccountMail(ctx: AppContext) {
-  if (!ctx.config.systemFrom || !ctx.hooks.sendAccountEmail) {
+  if (!ctx.config.systemFrom) {
     throw new AppError(400, "BAD_REQUEST", "Account email is not configured on this server", {
       suggestion: "Set MAILSVC_SYSTEM_FROM to an address on a verified domain to enable verification and password-reset emails.",
     });
   }
-  return ctx.hooks.sendAccountEmail;
+  return sendAccountEmail;
 }
 
 async function issueToken(ctx: AppContext, userId: string, kind: "verify" | "reset", ttl: number): Promise<string> {

@@ -1,5 +1,4 @@
 import type { ModuleDef } from "../../http/module";
-import { dispatcherOf } from "../../webhooks/dispatcher";
 import { recordDeliveries } from "../../webhooks/consumer";
 import { isDeliverable } from "../../webhooks/events";
 import { webhookRoutes } from "./routes";
@@ -9,8 +8,11 @@ import { deleteProjectDeliveries } from "./service";
 export const webhooksModule: ModuleDef = {
   name: "webhooks",
   routes: webhookRoutes,
+  provides: {
+    resetProject: [(c, projectId) => deleteProjectDeliveries(c, projectId)],
+  },
   install(ctx) {
-    const dispatcher = dispatcherOf(ctx);
+    const dispatcher = ctx.services.webhookDispatcher;
     ctx.feed.subscribe(
       "webhooks",
       async (trx, events) => {
@@ -19,12 +21,11 @@ export const webhooksModule: ModuleDef = {
       },
       { names: isDeliverable },
     );
-    ctx.hooks.resetProject.push((c, projectId) => deleteProjectDeliveries(c, projectId));
   },
   start(ctx) {
-    dispatcherOf(ctx).start();
+    ctx.services.webhookDispatcher.start();
   },
   stop(ctx) {
-    return dispatcherOf(ctx).stop();
+    return ctx.services.webhookDispatcher.stop();
   },
 };

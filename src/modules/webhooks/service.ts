@@ -4,7 +4,6 @@ import type { WebhookDeliveryStatus } from "../../db/tables/webhooks";
 import { badRequest, invalidField, notFound, validationError, type FieldError } from "../../http/errors";
 import { cursorPage, type CursorParams } from "../../http/pagination";
 import { isLoopbackName, refusedHost } from "../../net/address-policy";
-import { dispatcherOf } from "../../webhooks/dispatcher";
 import { isSubscribableName } from "../../webhooks/events";
 import { newWebhookSecret } from "../../webhooks/sign";
 import { failPendingOf, recordAttempt } from "../../webhooks/store";
@@ -123,13 +122,13 @@ export async function updateEndpoint(ctx: AppContext, projectId: string, id: str
     // Disabled: what was waiting is not sent later (re-enabling starts from new events).
     if (input.enabled === false && row.enabled) await failPendingOf(trx, id, "endpoint disabled", now);
   });
-  dispatcherOf(ctx).forget(id);
+  ctx.services.webhookDispatcher.forget(id);
   return viewEndpoint(await getEndpointOr404(ctx, projectId, id));
 }
 
 export async function deleteEndpoint(ctx: AppContext, projectId: string, id: string): Promise<void> {
   const deleted = await ctx.db.transaction().execute((trx) => q.deleteEndpoint(trx, projectId, id));
-  dispatcherOf(ctx).forget(id);
+  ctx.services.webhookDispatcher.forget(id);
   if (!deleted) throw notFound("Webhook endpoint");
 }
 
@@ -170,7 +169,7 @@ export async function testEndpoint(ctx: AppContext, projectId: string, id: strin
       delivered_at: null,
     })
     .execute();
-  const d = dispatcherOf(ctx);
+  const d = ctx.services.webhookDispatcher;
   const outcome = await d.send(ep, deliveryId, payload);
   const rec = d.decide(outcome, 1);
   await recordAttempt(ctx.db, deliveryId, rec.status === "PENDING" ? { ...rec, status: "FAILED", nextAttemptAt: null } : rec);
@@ -180,5 +179,5 @@ export async function testEndpoint(ctx: AppContext, projectId: string, id: strin
 
 export async function deleteProjectDeliveries(ctx: AppContext, projectId: string): Promise<void> {
   await q.deleteProjectDeliveries(ctx.db, projectId);
-  for (const id of await q.endpointIdsOf(ctx.db, projectId)) dispatcherOf(ctx).forget(id);
+  for (const id of await q.endpointIdsOf(ctx.db, projectId)) ctx.services.webhookDispatcher.forget(id);
 }

@@ -5,20 +5,22 @@ import { deleteProjectWorkflows, workflowCount } from "./queries";
 import { workflowRoutes } from "./routes";
 import { eventUsage, fieldUsage, templateUsage, upcoming } from "./service";
 
-/** Workflows: the graph API, executions, and the engine's job handler and hooks. */
+/** Workflows: the graph API, executions, and the engine's job handlers. */
 export const workflowsModule: ModuleDef = {
   name: "workflows",
   routes: workflowRoutes,
+  provides: {
+    templateUsage: [templateUsage],
+    eventUsage: [eventUsage],
+    fieldUsage: [fieldUsage],
+    upcoming: [upcoming],
+    setupState: [async (c, projectId) => ({ workflows: await workflowCount(c.db, projectId) })],
+    resetProject: [(c, projectId) => deleteProjectWorkflows(c.db, projectId)],
+  },
   install(ctx) {
     ctx.jobs.register(STEP_JOB, (job) => runStepJob(ctx, job));
     ctx.jobs.register(STARTS_JOB, () => runStartsJob(ctx));
     ctx.feed.subscribe(FEED_CONSUMER, (trx, events) => onFeedEvents(ctx, trx, events));
-    ctx.hooks.templateUsage.push(templateUsage);
-    ctx.hooks.eventUsage.push(eventUsage);
-    ctx.hooks.fieldUsage.push(fieldUsage);
-    ctx.hooks.upcoming.push(upcoming);
-    ctx.hooks.setupState.push(async (c, projectId) => ({ workflows: await workflowCount(c.db, projectId) }));
-    ctx.hooks.resetProject.push((c, projectId) => deleteProjectWorkflows(c.db, projectId));
   },
   start: (ctx) => ensureStartsJob(ctx),
 };
