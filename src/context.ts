@@ -92,12 +92,6 @@ export interface Hooks {
   sandboxDelivered?: (ctx: AppContext, email: { emailId: string; toEmail: string; raw: Buffer }) => Promise<void>;
   /** Called by the outbox after it committed outcomes of campaign emails (campaigns move to SENT). */
   campaignOutcomes?: (ctx: AppContext, campaignIds: string[]) => void;
-  /**
-   * Charges n emails of a billing category inside the caller's transaction (billing module's
-   * consumeQuota); throws the 402 BILLING_LIMIT_EXCEEDED AppError over the monthly cap. Called by the
-   * workflow engine's SEND_EMAIL step (src/automation, below the modules); modules import billing.
-   */
-  consumeQuota?: (trx: Kysely<DB>, ctx: AppContext, projectId: string, category: "transactional" | "campaigns" | "workflows" | "inbound", n: number) => Promise<void>;
 }
 
 export interface UpcomingItem {

@@ -6,10 +6,10 @@ import { isIP } from "node:net";
 import type { Resolver } from "node:dns/promises";
 import { tlsFilesFor, type Config } from "./config";
 import { openReadOnly } from "./db";
-import { configWarnings, isQualifiedHostname } from "./mail/deliverability";
+import { configWarnings, isQualifiedHostname } from "./mail/deliverability/deliverability";
 import { createResolver, isNotFound, resolveMxSorted, resolveTxtJoined } from "./net/dns";
-import { parseRelayUrl } from "./mail/pool";
-import { SmtpClient } from "./mail/smtp-client";
+import { parseRelayUrl } from "./mail/smtp/pool";
+import { SmtpClient } from "./mail/smtp/smtp-client";
 import { checkRecords, checkSpfRecord, serverRecords, type DnsRecord } from "./modules/domains/records";
 
 export type CheckStatus = "ok" | "warn" | "fail";

@@ -7,8 +7,8 @@ import { redactUrl } from "./db/url";
 import { MigrationError, migrateStore } from "./db/migrate";
 import { createContext, startService } from "./server";
 import { VERSION } from "./version";
-import { checkWorkerBuild } from "./mail/builder";
-import { configWarnings } from "./mail/deliverability";
+import { checkWorkerBuild } from "./mail/message/builder";
+import { configWarnings } from "./mail/deliverability/deliverability";
 import { createUser } from "./modules/users/service";
 import { createProject, viewProject } from "./modules/projects/service";
 
@@ -183,7 +183,7 @@ async function main() {
       const log = { info() {}, warn: (m: string) => errors.push(m), error: (m: string, f?: Record<string, unknown>) => errors.push(`${m} ${JSON.stringify(f ?? {})}`), line() {}, json() {}, flush() {}, close() {} };
       const r = await checkWorkerBuild(log);
       // Whether DKIM signs through the host's OpenSSL 3 (libcrypto.so.3); without it Bun's WebCrypto signs (slower).
-      const { openSsl } = await import("./mail/openssl");
+      const { openSsl } = await import("./mail/dkim/openssl");
       process.stdout.write(JSON.stringify({ ...r, dkimOpenssl: openSsl() !== null, errors }) + "\n");
       if (r.builtIn !== "worker") process.exit(1);
       return;

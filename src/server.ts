@@ -23,7 +23,7 @@ import { JobQueue } from "./jobs/queue";
 import { Schedules } from "./jobs/schedules";
 import { MODULES } from "./modules";
 import { Metrics } from "./observability/metrics";
-import { emailStatusCounts } from "./mail/outbox-store";
+import { emailStatusCounts } from "./mail/outbox/outbox-store";
 
 export interface RunningService {
   ctx: AppContext;

@@ -6,9 +6,9 @@
 import type { AppContext, Services } from "./context";
 import { SegmentRecounts } from "./audience/segments/recount";
 import { TrackBatcher } from "./audience/track";
-import { WorkflowEngineState } from "./automation/executor";
+import { WorkflowEngineState } from "./modules/workflows/engine/executor";
 import { buildAuthPlugin } from "./http/auth";
-import { Outbox } from "./mail/outbox";
+import { Outbox } from "./mail/outbox/outbox";
 import { SnsClient } from "./modules/feedback/sns";
 import { AccountLimiters } from "./modules/users/service";
 import { WebhookDispatcher } from "./webhooks/dispatcher";
@@ -33,11 +33,11 @@ export function buildServices(ctx: AppContext): Services {
     // Caches of rows: each has one `forget…`/invalidate function next to its owner's code (the place a
     // change made by a peer instance must reach, issue 32).
     caches: {
-      signingKeys: new Map(), // mail/signing-keys.ts forgetSigningKeys
-      sandbox: new Map(), // mail/sandbox.ts forgetSandbox
-      reputationChecks: new Map(), // mail/reputation.ts (a throttle, not a copy of a row)
-      linkGeneration: { value: 0 }, // mail/tracked-links.ts deleteProjectLinks bumps it
-      tokenSecret: { value: null }, // mail/tokens.ts loadTokenSecret (never changes)
+      signingKeys: new Map(), // mail/dkim/signing-keys.ts forgetSigningKeys
+      sandbox: new Map(), // mail/outbox/sandbox.ts forgetSandbox
+      reputationChecks: new Map(), // mail/deliverability/reputation.ts (a throttle, not a copy of a row)
+      linkGeneration: { value: 0 }, // mail/tracking/tracked-links.ts deleteProjectLinks bumps it
+      tokenSecret: { value: null }, // mail/tracking/tokens.ts loadTokenSecret (never changes)
       trackedSegments: new Map(), // audience/segments/membership.ts forgetTrackedSegments
       domains: { verified: new Map(), server: null }, // modules/domains/service.ts invalidateDomainCaches
       doubleOptIn: new Map(), // modules/double-opt-in/service.ts forgetDoubleOptIn

@@ -18,10 +18,10 @@ import { join } from "node:path";
 import { addVerifiedDomain } from "../../test/domains/support";
 import { startDns } from "../../test/support/dns";
 import { createAccount, makeApi } from "../../test/support/server";
-import { SmtpClient } from "../../src/mail/smtp-client";
-import { composeAlternative, toWire } from "../../src/mail/compose";
-import { toSmtpData } from "../../src/mail/smtp-data";
-import { htmlToText } from "../../src/mail/html-text";
+import { SmtpClient } from "../../src/mail/smtp/smtp-client";
+import { composeAlternative, toWire } from "../../src/mail/message/compose";
+import { toSmtpData } from "../../src/mail/smtp/smtp-data";
+import { htmlToText } from "../../src/mail/message/html-text";
 import pg from "pg";
 import { benchAdminUrl, benchDatabaseUrl, childEnv, dropBenchDatabase, engineEnv, fmt, freePort, ROOT, rssMb, rssParts, smapsTop, tempDir, threadCpu, threadCpuDelta, waitFor } from "./lib";
 

@@ -46,7 +46,7 @@ const jsGz = bundle.jsGzipBytes / 1024;
 
 console.log("building the binary and a bare Bun.serve binary …");
 const bin = join(dir, "mailsvc");
-compile("src/main.ts src/mail/build-worker.ts", bin);
+compile("src/main.ts src/mail/message/build-worker.ts", bin);
 const bareSrc = join(dir, "bare.ts");
 writeFileSync(bareSrc, `Bun.serve({ hostname: "127.0.0.1", port: Number(process.env.PORT), fetch: () => Response.json({ ok: true }) });`);
 const bare = join(dir, "bare");

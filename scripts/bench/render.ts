@@ -3,8 +3,8 @@
 // measured in the same run.
 //   bun scripts/bench/render.ts [seconds per measurement, default 2]
 import { createPrivateKey, createHash, sign } from "node:crypto";
-import { generateDkimKeyPair, privateKeyObject } from "../../src/mail/dkim-keys";
-import { compile, renderHtml, renderSubject } from "../../src/mail/render";
+import { generateDkimKeyPair, privateKeyObject } from "../../src/mail/dkim/dkim-keys";
+import { compile, renderHtml, renderSubject } from "../../src/mail/message/render";
 
 const seconds = Number(process.argv[2] ?? 2);
 

@@ -8,9 +8,9 @@
 //   bun scripts/bench/tracking.ts [seconds]
 import { Database } from "bun:sqlite";
 import { join } from "node:path";
-import { applyDecoration, planDecoration } from "../../src/mail/tracking";
-import { loadTokenSecret, openToken, secretOf } from "../../src/mail/tokens";
-import { LinkKeys, storeLinks, type FreshLinks } from "../../src/mail/tracked-links";
+import { applyDecoration, planDecoration } from "../../src/mail/tracking/tracking";
+import { loadTokenSecret, openToken, secretOf } from "../../src/mail/tracking/tokens";
+import { LinkKeys, storeLinks, type FreshLinks } from "../../src/mail/tracking/tracked-links";
 import { createAccount, makeApi, startServer } from "../../test/support/server";
 import { fmt, freePort, load, ROOT, rssMb, startScript, tempDir, waitFor } from "./lib";
 

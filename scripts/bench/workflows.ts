@@ -10,7 +10,7 @@
 import { join } from "node:path";
 import { ManualClock } from "../../src/clock";
 import { loadConfig } from "../../src/config";
-import { insertExecution } from "../../src/automation/executor";
+import { insertExecution } from "../../src/modules/workflows/engine/executor";
 import { createLogger } from "../../src/http/logger";
 import { startService } from "../../src/server";
 import { createProject, fmt, openMigrated, startBenchServer, tempDb } from "./audience-helpers";

@@ -8,7 +8,7 @@
 // template, started manually), the account emails (sign-up verification, password reset).
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { wakeOutbox } from "../../src/mail/outbox";
+import { wakeOutbox } from "../../src/mail/outbox/outbox";
 import { verifyDkim } from "../../test/deliver/support";
 import { addVerifiedDomain } from "../../test/domains/support";
 import { startDns } from "../../test/support/dns";

@@ -12,7 +12,7 @@ export type { DB } from "./schema";
 
 // How code reaches the database (one rule):
 // - SQL goes through Kysely (`ctx.db`), in the owning module's `queries.ts` / service, or in an
-//   engine's store file (src/mail/outbox-store.ts, src/mail/store.ts, src/jobs/queue.ts,
+//   engine's store file (src/mail/outbox/outbox-store.ts, src/mail/outbox/store.ts, src/jobs/queue.ts,
 //   src/db/settings.ts). Routes, the server and other modules call those functions; they never
 //   write another module's tables behind its back.
 // - Raw bun:sqlite statements only on a hot path a benchmark shows needs them, inside

@@ -12,7 +12,7 @@ import { eventsModule } from "./events";
 import { metricsModule } from "./metrics";
 import type { ModuleDef } from "../http/module";
 import { projectRoutes } from "./projects/routes";
-import { segmentsModule } from "./segments";
+import { segmentsModule } from "../audience/segments";
 import { sendModule } from "./send";
 import { deliveryModule } from "./delivery";
 import { systemRoutes } from "./system/routes";
@@ -25,7 +25,7 @@ import { userRoutes } from "./users/routes";
 import { verifyModule } from "./verify";
 import { workflowsModule } from "./workflows";
 import { webModule } from "../web";
-import { webhooksModule } from "./webhooks";
+import { webhooksModule } from "../webhooks";
 
 /** Every module of the service, in install order. */
 export const MODULES: ModuleDef[] = [

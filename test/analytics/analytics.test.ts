@@ -186,8 +186,8 @@ describe("campaign figures", () => {
   }
 
   async function campaignEmails(campaignId: string, to: string[]) {
-    const { insertContent, insertEmails } = await import("../../src/mail/enqueue");
-    const { wakeOutbox } = await import("../../src/mail/outbox");
+    const { insertContent, insertEmails } = await import("../../src/mail/outbox/enqueue");
+    const { wakeOutbox } = await import("../../src/mail/outbox/outbox");
     const ctx = env.srv.ctx;
     const now = ctx.clock.now();
     const ids: string[] = [];

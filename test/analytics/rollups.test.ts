@@ -221,7 +221,7 @@ describe("GET /activity/upcoming", () => {
     const a = await createAccount(srv.api, "Upcoming");
     const now = srv.clock.now();
     const contact = await srv.api("/contacts", { key: a.secretKey, body: { email: "u@example.com" } });
-    const { insertContent, insertEmails } = await import("../../src/mail/enqueue");
+    const { insertContent, insertEmails } = await import("../../src/mail/outbox/enqueue");
     const ids = await srv.ctx.db.transaction().execute(async (trx) => {
       const contentId = await insertContent(trx, now, { projectId: a.projectId, subject: "s", html: "<p>x</p>", fromEmail: "n@example.com" });
       return insertEmails(trx, now, srv.ctx.config.hostname, [

@@ -2,8 +2,8 @@
 // bounced, suppressed) is an event on the contact and an /activity item; opens and clicks made
 // while the outcome is not yet committed are recorded. Real SMTP to the sink, retries on 1s,2s.
 import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from "bun:test";
-import { insertContent, insertEmails } from "../../src/mail/enqueue";
-import { wakeOutbox } from "../../src/mail/outbox";
+import { insertContent, insertEmails } from "../../src/mail/outbox/enqueue";
+import { wakeOutbox } from "../../src/mail/outbox/outbox";
 import { RCPT, SENDER, emailView, sendEnv, waitForView } from "../send/support";
 import type { DeliveryEnv } from "../support/delivery";
 import { expectTimeBetween } from "../support/time";

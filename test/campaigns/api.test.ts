@@ -1,8 +1,8 @@
 // The campaign API per spec + decisions: shapes, status codes, state refusals, and delivery to the
 // smtp-server sink (recipient sets, headers and footer per type, DKIM, variables, stats).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { insertContent, insertEmails } from "../../src/mail/enqueue";
-import { wakeOutbox } from "../../src/mail/outbox";
+import { insertContent, insertEmails } from "../../src/mail/outbox/enqueue";
+import { wakeOutbox } from "../../src/mail/outbox/outbox";
 import { waitForStatus, type DeliveryEnv } from "../support/delivery";
 import { expectTimeBetween } from "../support/time";
 import { sendEnv, verifyDkim } from "../send/support";

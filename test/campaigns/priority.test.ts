@@ -5,7 +5,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { uploadCsv } from "../audience/support";
 import type { DeliveryEnv } from "../support/delivery";
 import { sendEnv } from "../send/support";
-import { DEFAULT_OUTBOX_OPTIONS } from "../../src/mail/outbox";
+import { DEFAULT_OUTBOX_OPTIONS } from "../../src/mail/outbox/outbox";
 import { waitFor } from "../support/wait";
 import { createCampaign, getCampaign, RCPT, SENDER } from "./support";
 

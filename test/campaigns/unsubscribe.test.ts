@@ -4,7 +4,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import type { DeliveryEnv } from "../support/delivery";
 import { sendEnv } from "../send/support";
 import { waitFor } from "../support/wait";
-import { wakeOutbox } from "../../src/mail/outbox";
+import { wakeOutbox } from "../../src/mail/outbox/outbox";
 import { addContacts, createCampaign, RCPT, waitForCampaign } from "./support";
 
 let env: DeliveryEnv;

@@ -14,12 +14,12 @@ const OWNERS: Record<string, string> = {
   "src/audience/segments/field-indexes.ts": "the contacts table's field indexes (DDL)",
   "src/http/idempotency.ts": "idempotency_keys",
   "src/jobs/queue.ts": "jobs",
-  "src/mail/enqueue.ts": "emails and email_contents (the one email insert)",
-  "src/mail/suppressions.ts": "suppressions",
-  "src/mail/tracked-links.ts": "tracked_links",
+  "src/mail/outbox/enqueue.ts": "emails and email_contents (the one email insert)",
+  "src/mail/outbox/suppressions.ts": "suppressions",
+  "src/mail/tracking/tracked-links.ts": "tracked_links",
   "src/modules/analytics/rollup-consumer.ts": "event_rollup_hourly, event_rollup_daily, event_name_totals, campaign_rollup",
   "src/modules/billing/quota.ts": "billing_usage",
-  "src/modules/campaigns/audience.ts": "a campaign's audience (contacts read)",
+  "src/modules/campaigns/recipients.ts": "a campaign's audience (contacts read)",
   "src/modules/domains/dmarc.ts": "dmarc_reports",
 };
 

@@ -2,7 +2,7 @@
 // by the same code (same order, same boundary style), and what mailparser reads back is intact.
 import { describe, expect, test } from "bun:test";
 import { simpleParser } from "mailparser";
-import { composeMessage, toWire, type MessageInput } from "../../src/mail/compose";
+import { composeMessage, toWire, type MessageInput } from "../../src/mail/message/compose";
 
 const base: MessageInput = {
   messageId: "0193a1b2-0000-7000-8000-000000000001@mta.example",

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { gzipSync } from "node:zlib";
 import { zipSync } from "fflate";
 import MailComposer from "nodemailer/lib/mail-composer";
-import { parseDmarcXml } from "../../src/mail/inbound/dmarc";
+import { parseDmarcXml } from "../../src/modules/feedback/inbound/dmarc-report";
 import { addVerifiedDomain, type DomainView } from "../domains/support";
 import { sendSmtp } from "../support/smtp-client";
 import { startDns, type TestDns } from "../support/dns";

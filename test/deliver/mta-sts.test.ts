@@ -1,8 +1,8 @@
 // MTA-STS for outbound delivery: a policy served over HTTPS by a local server whose certificate
 // chains to a throwaway CA (trusted through MAILSVC_MTA_STS_CA), MX hosts on the SMTP sink.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mxMatches, parsePolicy } from "../../src/mail/mta-sts";
-import { wakeOutbox } from "../../src/mail/outbox";
+import { mxMatches, parsePolicy } from "../../src/mail/smtp/mta-sts";
+import { wakeOutbox } from "../../src/mail/outbox/outbox";
 import { emailRow, enqueueDirect, waitForStatus } from "../support/delivery";
 import { startDns, type TestDns } from "../support/dns";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";

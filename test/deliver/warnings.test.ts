@@ -4,7 +4,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { configWarnings, isQualifiedHostname } from "../../src/mail/deliverability";
+import { configWarnings, isQualifiedHostname } from "../../src/mail/deliverability/deliverability";
 import { createAccount, spawnServer, startServer, type TestServer } from "../support/server";
 import { waitFor } from "../support/wait";
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { decodeEntities, decorateHtml, decorateMessage, subscriptionUrls, usesUnsubscribeUrl } from "../../src/mail/tracking";
+import { decodeEntities, decorateHtml, decorateMessage, subscriptionUrls, usesUnsubscribeUrl } from "../../src/mail/tracking/tracking";
 import { createAccount, freeTcpPort, startServer, type Account, type TestServer } from "../support/server";
 import { hrefs, imgSrcs, insertContact, insertEmail } from "./support";
 

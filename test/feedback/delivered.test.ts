@@ -2,8 +2,8 @@
 // MX, found through a real DNS server), then the recipient opens it, clicks, unsubscribes, and the
 // remote side bounces or complains through the inbound SMTP listener.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { insertContent, insertEmails } from "../../src/mail/enqueue";
-import { wakeOutbox } from "../../src/mail/outbox";
+import { insertContent, insertEmails } from "../../src/mail/outbox/enqueue";
+import { wakeOutbox } from "../../src/mail/outbox/outbox";
 import { addVerifiedDomain } from "../domains/support";
 import { sendSmtp } from "../support/smtp-client";
 import { arfReport, postfixBounce } from "../inbound/support";

@@ -1,6 +1,6 @@
 import { createHmac, randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { decorateMessage } from "../../src/mail/tracking";
+import { decorateMessage } from "../../src/mail/tracking/tracking";
 import { campaignEngagement } from "../../src/modules/feedback/engagement";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
 import { expectTimeBetween } from "../support/time";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { decorateMessage, subscriptionUrls } from "../../src/mail/tracking";
+import { decorateMessage, subscriptionUrls } from "../../src/mail/tracking/tracking";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
 import { contactRow, eventsOf, insertContact, insertEmail } from "./support";
 

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { expectEnvelope } from "../blackbox/support";
 import { startDns, type TestDns } from "../support/dns";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
-import { subscriptionToken } from "../../src/mail/tokens";
+import { subscriptionToken } from "../../src/mail/tracking/tokens";
 import { chain, contact, must, start, waitForExecution, type Ctx } from "../workflows/support";
 import { rawHttp, type RawAnswer } from "./support";
 

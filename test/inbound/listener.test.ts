@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { decorateMessage } from "../../src/mail/tracking";
+import { decorateMessage } from "../../src/mail/tracking/tracking";
 import { createAccount, freeTcpPort, startServer, type Account, type TestServer } from "../support/server";
 import {
   contactByEmail,

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { parseMime, walk } from "../../src/mail/inbound/mime";
-import { classifyDsn, parseDeliveryStatus, parseReport } from "../../src/mail/inbound/report";
+import { parseMime, walk } from "../../src/modules/feedback/inbound/mime";
+import { classifyDsn, parseDeliveryStatus, parseReport } from "../../src/modules/feedback/inbound/report";
 import { arfReport, delayedDsn, gmailBounce, plainMessage, postfixBounce } from "./support";
 
 const o = { emailId: "0191f3a2-7c1d-7b6e-9d2a-5b8c0e4f1a2b", to: "nobody@example.net" };

@@ -1,7 +1,7 @@
 // nextState: the decision after an attempt, table-driven (no server, no clock, no database).
 import { describe, expect, test } from "bun:test";
-import { nextState, attemptLabel, type AttemptResult, type AttemptRow, type RetrySchedule } from "../../src/mail/next-state";
-import { bounced, deferred, delivered } from "../../src/mail/smtp-result";
+import { nextState, attemptLabel, type AttemptResult, type AttemptRow, type RetrySchedule } from "../../src/mail/outbox/next-state";
+import { bounced, deferred, delivered } from "../../src/mail/smtp/smtp-result";
 
 const NOW = Date.UTC(2026, 10, 24, 12, 0, 0);
 const SCHEDULE: RetrySchedule = { now: NOW, delaysMs: [60_000, 300_000], relay: false };

@@ -17,7 +17,7 @@ const content = { subject: "Hi {{name}}", html: "<p>Hello <b>{{name}}</b></p>", 
 async function moveClock(ms: number) {
   env.srv.clock.advance(ms);
   // the outbox polls on real time; nudge it so the test does not wait for the poll
-  const { wakeOutbox } = await import("../../src/mail/outbox");
+  const { wakeOutbox } = await import("../../src/mail/outbox/outbox");
   wakeOutbox(env.srv.ctx);
 }
 

@@ -1,7 +1,7 @@
-// The editors' estimate of what the open pixel costs (src/mail/pixel-cost.ts): SpamAssassin's
+// The editors' estimate of what the open pixel costs (src/mail/message/pixel-cost.ts): SpamAssassin's
 // HTML_IMAGE_ONLY_* ranges, and estimates checked against the HTML part the service really delivers.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { imageOnlyRule, pixelCost } from "../../src/mail/pixel-cost";
+import { imageOnlyRule, pixelCost } from "../../src/mail/message/pixel-cost";
 import { addContacts, createCampaign, RCPT, waitForCampaign } from "../campaigns/support";
 import { sendEnv } from "../send/support";
 import { lastMessageFor, type DeliveryEnv } from "../support/delivery";

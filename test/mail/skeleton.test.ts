@@ -1,14 +1,14 @@
-// A content's skeleton (src/mail/skeleton.ts) must give every recipient the message the one-at-a-time
+// A content's skeleton (src/mail/message/skeleton.ts) must give every recipient the message the one-at-a-time
 // path gives (render, decorate, MIME): same decoded HTML and text, same links reported, and a body
 // that stays valid quoted-printable whose DKIM relaxed form is itself.
 import { describe, expect, test } from "bun:test";
 import { simpleParser } from "mailparser";
-import { buildPlanned, type BuildPlan } from "../../src/mail/build";
-import type { DecorationPlan } from "../../src/mail/decorate";
-import type { ContentRow } from "../../src/mail/outbox-store";
-import { Signer } from "../../src/mail/signer";
-import { prepareSkeleton } from "../../src/mail/skeleton";
-import { LinkKeys } from "../../src/mail/tracked-links";
+import { buildPlanned, type BuildPlan } from "../../src/mail/message/build";
+import type { DecorationPlan } from "../../src/mail/tracking/decorate";
+import type { ContentRow } from "../../src/mail/outbox/outbox-store";
+import { Signer } from "../../src/mail/dkim/signer";
+import { prepareSkeleton } from "../../src/mail/message/skeleton";
+import { LinkKeys } from "../../src/mail/tracking/tracked-links";
 
 const BASE = "https://mail.example.test";
 const SKIP = ["/t/o/", "/t/c/", "/unsubscribe/", "/subscribe/", "/manage/"].map((p) => BASE + p);

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { compile, renderHtml, renderJson, renderSubject, renderText, TemplateSyntaxError, usesVariable } from "../../src/mail/render";
+import { compile, renderHtml, renderJson, renderSubject, renderText, TemplateSyntaxError, usesVariable } from "../../src/mail/message/render";
 
 const contact = {
   email: "ada@example.com",

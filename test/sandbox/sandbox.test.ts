@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { Database } from "bun:sqlite";
 import { simpleParser } from "mailparser";
 import parsePrometheusTextFormat from "parse-prometheus-text-format";
-import { CAPTURED_REPLY, fromSmtpData } from "../../src/mail/sandbox";
+import { CAPTURED_REPLY, fromSmtpData } from "../../src/mail/outbox/sandbox";
 import type { DomainView } from "../domains/support";
 import { RCPT, SENDER, emailView, verifyDkim, waitForView } from "../send/support";
 import { deliveryEnv, type DeliveryEnv } from "../support/delivery";

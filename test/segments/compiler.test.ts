@@ -175,7 +175,7 @@ test("conditionReferences lists data fields, events and segments", () => {
 
 test("contactMatches reads one contact of the project; segmentAudienceWhere selects a segment's members", async () => {
   const { contactMatches } = await import("../../src/audience/conditions");
-  const { segmentAudienceWhere } = await import("../../src/audience/segments/audience");
+  const { segmentAudienceWhere } = await import("../../src/audience/segments/members");
   const tree = one("segment.D", "memberOfSegment");
   expect(await contactMatches(aud.db, tree, { projectId: "p1", contactId: "c1", now })).toBe(true);
   expect(await contactMatches(aud.db, tree, { projectId: "p1", contactId: "c2", now })).toBe(false);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { wakeOutbox } from "../../src/mail/outbox";
+import { wakeOutbox } from "../../src/mail/outbox/outbox";
 import type { DeliveryEnv } from "../support/delivery";
 import { RCPT, SENDER, emailView, sendEnv, verifyDkim, waitForView } from "./support";
 

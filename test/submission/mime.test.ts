@@ -3,7 +3,7 @@
 import { describe, expect, test } from "bun:test";
 import { simpleParser, type AddressObject } from "mailparser";
 import MailComposer from "nodemailer/lib/mail-composer";
-import { literalSource, renderHtml, renderSubject, renderText } from "../../src/mail/render";
+import { literalSource, renderHtml, renderSubject, renderText } from "../../src/mail/message/render";
 import { decodeWords, parseMessage } from "../../src/modules/submission/mime";
 
 const build = (mail: ConstructorParameters<typeof MailComposer>[0]) => new MailComposer(mail).compile().build();

@@ -1,7 +1,7 @@
 // Shared set-up for delivery tests: a DNS server, an SMTP sink as every MX, a server using both.
 import type { Config } from "../../src/config";
-import { insertContent, insertEmails, type NewContent } from "../../src/mail/enqueue";
-import { wakeOutbox } from "../../src/mail/outbox";
+import { insertContent, insertEmails, type NewContent } from "../../src/mail/outbox/enqueue";
+import { wakeOutbox } from "../../src/mail/outbox/outbox";
 import { addVerifiedDomain, type DomainView } from "../domains/support";
 import { startDns, type TestDns } from "./dns";
 import { createAccount, startServer, type Account, type TestServer } from "./server";

@@ -1,7 +1,7 @@
 // The executor's turn-taking: a job run again after its transaction committed (what kill -9 between
 // the commit and the job's completion does) is a no-op: no step runs twice, no second email row.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { runStepJob, STEP_JOB, type StepJobPayload } from "../../src/automation/executor";
+import { runStepJob, STEP_JOB, type StepJobPayload } from "../../src/modules/workflows/engine/executor";
 import type { DeliveryEnv } from "../support/delivery";
 import { RCPT, SENDER, sendEnv } from "../send/support";
 import { chain, contact, must, start, waitForExecution, type Ctx } from "./support";

@@ -1,8 +1,8 @@
 // Pure graph rules: decideNext, transition validation and splice plans (table-tested).
 import { describe, expect, test } from "bun:test";
-import { decideNext, splicePlan, transitionErrors } from "../../src/automation/graph";
-import { checkStepConfig } from "../../src/automation/configs";
-import { exit, fail, next, wait, waitEvent, type Graph } from "../../src/automation/types";
+import { decideNext, splicePlan, transitionErrors } from "../../src/modules/workflows/engine/graph";
+import { checkStepConfig } from "../../src/modules/workflows/engine/configs";
+import { exit, fail, next, wait, waitEvent, type Graph } from "../../src/modules/workflows/engine/types";
 
 const g: Graph = {
   steps: [

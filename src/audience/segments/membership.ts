@@ -16,7 +16,7 @@ import { compileFrag, fragToRaw, parseStoredCondition, resolveSegments, type Con
 import { q } from "../../db/frag";
 import { notFound } from "../../http/errors";
 import { newEventId, notifyEvents, type RecordedEvent } from "../events";
-import { liveCount, segmentMemberFrag } from "./audience";
+import { liveCount, segmentMemberFrag } from "./members";
 import type { TrackedSegment } from "./tracked";
 export { liveCount };
 import { followPlan, type FollowPlan } from "./follow";

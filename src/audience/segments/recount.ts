@@ -9,7 +9,7 @@
  * the next sweep, which refreshes every memberCount anyway.
  */
 import type { AppContext } from "../../context";
-import { liveCount } from "./audience";
+import { liveCount } from "./members";
 
 export const RECOUNT_DELAY_MS = 250;
 

@@ -27,7 +27,7 @@ import type { AppContext } from "../../context";
 import type { DB } from "../../db";
 import type { BillingCategory } from "../../db/tables/billing";
 import { AppError } from "../../http/errors";
-import { isSandbox } from "../../mail/sandbox";
+import { isSandbox } from "../../mail/outbox/sandbox";
 
 export type { BillingCategory } from "../../db/tables/billing";
 export const CATEGORIES: BillingCategory[] = ["transactional", "campaigns", "workflows", "inbound"];

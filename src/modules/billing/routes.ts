@@ -2,7 +2,7 @@ import { Elysia, t } from "elysia";
 import type { AppContext } from "../../context";
 import { authPlugin } from "../../http/auth";
 import { rawBodies } from "../../http/body";
-import { projectForMember, requireRole } from "../projects/service";
+import { asMember, projectForMember, requireRole } from "../projects/service";
 import * as svc from "./service";
 
 const IdParams = t.Object({ id: t.String() });
@@ -19,53 +19,32 @@ export function billingRoutes(ctx: AppContext) {
     .use(authPlugin(ctx))
     .get(
       "/users/@me/projects/:id/billing-limits",
-      async ({ auth, params }) => {
-        await projectForMember(ctx, params.id, auth.userId!);
-        return svc.getLimits(ctx, params.id);
-      },
+      ({ auth, params }) => asMember(ctx, auth.userId!, params.id, null, () => svc.getLimits(ctx, params.id)),
       { auth: "session", params: IdParams },
     )
     .put(
       "/users/@me/projects/:id/billing-limits",
-      async ({ auth, params, body }) => {
-        const m = await projectForMember(ctx, params.id, auth.userId!);
-        requireRole(m.role, ["OWNER", "ADMIN"], "change billing limits");
-        return svc.updateLimits(ctx, params.id, body);
-      },
+      ({ auth, params, body }) => asMember(ctx, auth.userId!, params.id, { roles: ["OWNER", "ADMIN"], action: "change billing limits" }, () => svc.updateLimits(ctx, params.id, body)),
       { auth: "session", params: IdParams, body: LimitsBody },
     )
     .get(
       "/users/@me/projects/:id/billing-consumption",
-      async ({ auth, params }) => {
-        await projectForMember(ctx, params.id, auth.userId!);
-        return svc.consumption(ctx, params.id);
-      },
+      ({ auth, params }) => asMember(ctx, auth.userId!, params.id, null, () => svc.consumption(ctx, params.id)),
       { auth: "session", params: IdParams },
     )
     .get(
       "/users/@me/projects/:id/billing-invoices",
-      async ({ auth, params }) => {
-        await projectForMember(ctx, params.id, auth.userId!);
-        return svc.invoices(ctx, params.id);
-      },
+      ({ auth, params }) => asMember(ctx, auth.userId!, params.id, null, () => svc.invoices(ctx, params.id)),
       { auth: "session", params: IdParams },
     )
     .post(
       "/users/@me/projects/:id/checkout",
-      async ({ auth, params, body }) => {
-        const m = await projectForMember(ctx, params.id, auth.userId!);
-        requireRole(m.role, ["OWNER", "ADMIN"], "manage billing");
-        return svc.checkout(ctx, params.id, body ?? {});
-      },
+      ({ auth, params, body }) => asMember(ctx, auth.userId!, params.id, { roles: ["OWNER", "ADMIN"], action: "manage billing" }, () => svc.checkout(ctx, params.id, body ?? {})),
       { auth: "session", params: IdParams, body: t.Optional(t.Object({ successUrl: t.Optional(Url), cancelUrl: t.Optional(Url) })) },
     )
     .post(
       "/users/@me/projects/:id/billing-portal",
-      async ({ auth, params, body }) => {
-        const m = await projectForMember(ctx, params.id, auth.userId!);
-        requireRole(m.role, ["OWNER", "ADMIN"], "manage billing");
-        return svc.billingPortal(ctx, params.id, body ?? {});
-      },
+      ({ auth, params, body }) => asMember(ctx, auth.userId!, params.id, { roles: ["OWNER", "ADMIN"], action: "manage billing" }, () => svc.billingPortal(ctx, params.id, body ?? {})),
       { auth: "session", params: IdParams, body: t.Optional(t.Object({ returnUrl: t.Optional(Url) })) },
     )
     .post("/webhooks/incoming/stripe", ({ request }) =>

@@ -8,8 +8,8 @@
 import type { AppContext } from "../../context";
 import { atomic } from "../../db/raw";
 import type { JobRunContext } from "../../jobs/queue";
-import { wakeOutbox } from "../../mail/outbox";
-import { audienceWhere } from "./audience";
+import { wakeOutbox } from "../../mail/outbox/outbox";
+import { audienceWhere } from "./recipients";
 import * as q from "./queries";
 import { AppError } from "../../http/errors";
 import { beginSending, countRecipients } from "./service";

@@ -1,10 +1,10 @@
-import { insertEmailRaw } from "../../mail/enqueue";
+import { insertEmailRaw } from "../../mail/outbox/enqueue";
 // Data access of campaigns (Kysely; Postgres-compatible SQL). The fan-out's batch writes live
 // here too: one transaction per batch writes the email rows and moves the keyset checkpoint.
 import type { Q } from "../../db/raw";
 import { sql, type CompiledQuery, type Expression, type Kysely, type Selectable, type SqlBool, type Transaction } from "kysely";
-import { messageIdFor } from "../../mail/build";
-import { SUPPRESSED_REPLY } from "../../mail/suppressions";
+import { messageIdFor } from "../../mail/message/build";
+import { SUPPRESSED_REPLY } from "../../mail/outbox/suppressions";
 import { insertEventRaw } from "../../audience/raw";
 import type { DB } from "../../db";
 import type { CampaignsTable, CampaignStatus } from "../../db/tables/campaigns";
@@ -218,7 +218,7 @@ export interface BatchInput {
 /**
  * One fan-out batch in ONE transaction: read the next contacts, write their email rows, move the
  * checkpoint. Raw bun:sqlite on the benchmarked fan-out hot path (scripts/bench/campaign.ts: 100k
- * recipients in under 5 s); its Kysely sibling is audienceBatch + insertEmails (src/mail/enqueue.ts).
+ * recipients in under 5 s); its Kysely sibling is audienceBatch + insertEmails (src/mail/outbox/enqueue.ts).
  * Run inside a transaction (`q` and `trx` on it).
  */
 export async function writeFanoutBatchRaw(q: Q, trx: Kysely<any>, b: BatchInput, varsOf: (r: AudienceRow) => string): Promise<BatchStep> {

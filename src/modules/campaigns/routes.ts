@@ -1,3 +1,4 @@
+import { created, succeeded } from "../../http/replies";
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../../context";
 import { authPlugin } from "../../http/auth";
@@ -16,11 +17,7 @@ export function campaignRoutes(ctx: AppContext) {
     })
     .post(
       "/campaigns",
-      async ({ auth, body, set }) => {
-        const row = await svc.createCampaign(ctx, auth.projectId, body);
-        set.status = 201;
-        return { success: true, data: svc.viewCampaign(row) };
-      },
+      async ({ auth, body, set }) => created(set, { success: true, data: svc.viewCampaign(await svc.createCampaign(ctx, auth.projectId, body)) }),
       { auth: "secret", body: schemas.CreateCampaign },
     )
     .get("/campaigns/:id", async ({ auth, params }) => svc.view(ctx, await svc.getCampaign(ctx, auth.projectId, params.id)), {
@@ -32,21 +29,10 @@ export function campaignRoutes(ctx: AppContext) {
       async ({ auth, params, body }) => svc.view(ctx, await svc.updateCampaign(ctx, auth.projectId, params.id, body)),
       { auth: "secret", params: IdParams, body: schemas.UpdateCampaign },
     )
-    .delete(
-      "/campaigns/:id",
-      async ({ auth, params }) => {
-        await svc.deleteCampaign(ctx, auth.projectId, params.id);
-        return { success: true };
-      },
-      { auth: "secret", params: IdParams },
-    )
+    .delete("/campaigns/:id", ({ auth, params }) => succeeded(svc.deleteCampaign(ctx, auth.projectId, params.id)), { auth: "secret", params: IdParams })
     .post(
       "/campaigns/:id/duplicate",
-      async ({ auth, params, set }) => {
-        const row = await svc.duplicateCampaign(ctx, auth.projectId, params.id);
-        set.status = 201;
-        return svc.viewCampaign(row);
-      },
+      async ({ auth, params, set }) => created(set, svc.viewCampaign(await svc.duplicateCampaign(ctx, auth.projectId, params.id))),
       { auth: "secret", params: IdParams },
     )
     .post("/campaigns/:id/send", ({ auth, params, body }) => svc.sendCampaign(ctx, auth.projectId, params.id, body?.scheduledFor), {

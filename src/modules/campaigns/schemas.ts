@@ -1,3 +1,4 @@
+import { optionalStrings } from "../../http/replies";
 import { t } from "elysia";
 import { messageFields } from "../templates/schemas";
 
@@ -51,11 +52,4 @@ export const UpdateCampaign = t.Object({
 export const SendBody = t.Optional(t.Nullable(t.Object({ scheduledFor: t.Optional(t.Any()) })));
 export const TestBody = t.Object({ email: messageFields.from });
 
-export const ListQuery = t.Object({
-  page: t.Optional(t.String()),
-  pageSize: t.Optional(t.String()),
-  status: t.Optional(t.String()),
-  search: t.Optional(t.String()),
-  sort: t.Optional(t.String()),
-  dir: t.Optional(t.String()),
-});
+export const ListQuery = optionalStrings("page", "pageSize", "status", "search", "sort", "dir");

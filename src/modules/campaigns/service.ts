@@ -1,4 +1,4 @@
-import { cancelQueuedOfCampaign } from "../../mail/store";
+import { cancelQueuedOfCampaign } from "../../mail/outbox/store";
 /**
  * Campaigns: CRUD, the state machine (DRAFT -> SCHEDULED -> SENDING -> SENT, CANCELLED), test
  * sends and stats. Sending prepares the content ONCE (one email_contents row rendered per
@@ -11,12 +11,12 @@ import type { AudienceType, CampaignStatus } from "../../db/tables/campaigns";
 import type { TemplateType } from "../../db/tables/senders";
 import { badRequest, invalidState, notFound, validationError, type FieldError } from "../../http/errors";
 import { offsetPage, pick, type OffsetParams } from "../../http/pagination";
-import { insertContent, insertEmails } from "../../mail/enqueue";
-import { suppressedAmong } from "../../mail/suppressions";
-import { campaignCancelled, wakeOutbox } from "../../mail/outbox";
+import { insertContent, insertEmails } from "../../mail/outbox/enqueue";
+import { suppressedAmong } from "../../mail/outbox/suppressions";
+import { campaignCancelled, wakeOutbox } from "../../mail/outbox/outbox";
 import { assertSenderAllowed } from "../domains/service";
 import { assertTemplateSyntax, DIRS, findTemplate, SORTS, trackOpensColumn, trackOpensOf, type TemplateInput } from "../templates/service";
-import { audienceErrors, audienceHasAnyFor, audienceWhere } from "./audience";
+import { audienceErrors, audienceHasAnyFor, audienceWhere } from "./recipients";
 import { JOBS } from "./jobs";
 import * as q from "./queries";
 import type { CampaignRow, Counters } from "./queries";

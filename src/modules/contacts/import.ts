@@ -19,7 +19,7 @@ import { contactsChanged } from "../../audience/changes";
 import { upsertContactRaw } from "../../audience/raw";
 import { validationError, type FieldError } from "../../http/errors";
 import type { JobRunContext } from "../../jobs/queue";
-import { isValidEmail } from "../../mail/address";
+import { isValidEmail } from "../../net/email-address";
 import { emptyResult, JOB_TYPES, MAX_REPORTED_ERRORS, type JobResult } from "./jobs";
 
 export const MAX_IMPORT_BYTES = 5 * 1024 * 1024;

@@ -1,3 +1,4 @@
+import { optionalStrings } from "../../http/replies";
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../../context";
 import { authPlugin } from "../../http/auth";
@@ -12,14 +13,7 @@ const IdParams = t.Object({ id: t.String() });
 const FieldParams = t.Object({ field: t.String() });
 const JobParams = t.Object({ jobId: t.String() });
 
-const ListQuery = t.Object({
-  limit: t.Optional(t.String()),
-  cursor: t.Optional(t.String()),
-  search: t.Optional(t.String()),
-  subscribed: t.Optional(t.String()),
-  sort: t.Optional(t.String()),
-  dir: t.Optional(t.String()),
-});
+const ListQuery = optionalStrings("limit", "cursor", "search", "subscribed", "sort", "dir");
 
 const ContactBody = t.Object({
   email: t.Optional(t.String({ maxLength: 320 })),

@@ -8,7 +8,7 @@ import { trackFollowPlan } from "../../audience/segments/membership";
 import { aggregateUsage } from "../../audience/usage";
 import { badRequest, conflict, invalidField, notFound, validationError, type FieldError } from "../../http/errors";
 import { cursorPage, type CursorPage, type CursorParams } from "../../http/pagination";
-import { isValidEmail } from "../../mail/address";
+import { isValidEmail } from "../../net/email-address";
 import { fieldStats } from "../analytics/service";
 import * as q from "./queries";
 

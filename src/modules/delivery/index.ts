@@ -1,4 +1,4 @@
-import { REPUTATION_JOB, registerReputationJob } from "../../mail/reputation";
+import { REPUTATION_JOB, registerReputationJob } from "../../mail/deliverability/reputation";
 import type { ModuleDef } from "../../http/module";
 
 /**

@@ -2,7 +2,7 @@
 // (the recommended rua is dmarc@<bounce domain>, whose MX is this server) and summed per source IP.
 import { sql } from "kysely";
 import type { AppContext } from "../../context";
-import type { DmarcAggregate } from "../../mail/inbound/dmarc";
+import type { DmarcAggregate } from "../feedback/inbound/dmarc-report";
 import type { DomainRow } from "./service";
 
 /**

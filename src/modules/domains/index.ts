@@ -1,4 +1,4 @@
-import { configWarnings } from "../../mail/deliverability";
+import { configWarnings } from "../../mail/deliverability/deliverability";
 import type { ModuleDef } from "../../http/module";
 import { domainRoutes } from "./routes";
 import { domainCounts, invalidateDomainCaches, verifyAllDomains } from "./service";

@@ -25,8 +25,8 @@
  */
 import type { Resolver } from "node:dns/promises";
 import { resolveMxSorted, resolveTxtJoined } from "../../net/dns";
-import { dkimRecordName, dkimTxtMatches, dkimTxtValue, type DkimKeyType } from "../../mail/dkim-keys";
-import { isQualifiedHostname } from "../../mail/deliverability";
+import { dkimRecordName, dkimTxtMatches, dkimTxtValue, type DkimKeyType } from "../../mail/dkim/dkim-keys";
+import { isQualifiedHostname } from "../../mail/deliverability/deliverability";
 
 export type RecordStatus = "PENDING" | "VERIFIED" | "FAILED";
 export type RecordPurpose = "dkim" | "spf" | "return-path" | "dmarc";
@@ -51,7 +51,7 @@ export interface DnsRecord {
   detail?: string;
 }
 
-import { bounceDomainFor } from "../../mail/address";
+import { bounceDomainFor } from "../../net/email-address";
 
 const normHost = (h: string) => h.trim().toLowerCase().replace(/\.$/, "");
 

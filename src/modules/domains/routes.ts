@@ -1,3 +1,4 @@
+import { succeeded } from "../../http/replies";
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../../context";
 import { authPlugin } from "../../http/auth";
@@ -70,10 +71,7 @@ export function domainRoutes(ctx: AppContext) {
     )
     .delete(
       "/domains/:id",
-      async ({ auth, params, set }) => {
-        await svc.deleteDomain(ctx, await load(auth, params.id, set.headers));
-        return { success: true };
-      },
+      async ({ auth, params, set }) => succeeded(svc.deleteDomain(ctx, await load(auth, params.id, set.headers))),
       { auth: "optionalProject", params: IdParams },
     );
 }

@@ -6,15 +6,15 @@ import { iso } from "../../clock";
 import type { AppContext } from "../../context";
 import type { DomainsTable, DomainStatus } from "../../db/tables/senders";
 import { conflict, invalidField, notFound, senderDomainNotVerified } from "../../http/errors";
-import { isValidDomain, isValidEmail } from "../../mail/address";
-import { forgetPrivateKey, generateDkimKeyPair, generateEd25519KeyPair, newSelector } from "../../mail/dkim-keys";
-import { forgetSigningKeys } from "../../mail/signing-keys";
+import { isValidDomain, isValidEmail } from "../../net/email-address";
+import { forgetPrivateKey, generateDkimKeyPair, generateEd25519KeyPair, newSelector } from "../../mail/dkim/dkim-keys";
+import { forgetSigningKeys } from "../../mail/dkim/signing-keys";
 import { createResolver } from "../../net/dns";
-import { isSandbox } from "../../mail/sandbox";
-import { bounceDomainFor } from "../../mail/address";
+import { isSandbox } from "../../mail/outbox/sandbox";
+import { bounceDomainFor } from "../../net/email-address";
 import { checkRecords, checkSpfRecord, currentRecords, dmarcReportAddress, expectedRecords, serverRecords, type DnsRecord } from "./records";
 
-export { getSigningKey, type SigningKey } from "../../mail/signing-keys";
+export { getSigningKey, type SigningKey } from "../../mail/dkim/signing-keys";
 export type { DnsRecord } from "./records";
 
 export type DomainRow = Selectable<DomainsTable>;

@@ -13,11 +13,11 @@ import { contactsChanged } from "../../audience/changes";
 import type { AppContext } from "../../context";
 import { consumeQuota } from "../billing/quota";
 import { validationError } from "../../http/errors";
-import { insertContent, insertEmails } from "../../mail/enqueue";
-import { wakeOutbox } from "../../mail/outbox";
-import { isSandbox } from "../../mail/sandbox";
-import { suppressedAmong } from "../../mail/suppressions";
-import { confirmationToken, readConfirmationToken } from "../../mail/tokens";
+import { insertContent, insertEmails } from "../../mail/outbox/enqueue";
+import { wakeOutbox } from "../../mail/outbox/outbox";
+import { isSandbox } from "../../mail/outbox/sandbox";
+import { suppressedAmong } from "../../mail/outbox/suppressions";
+import { confirmationToken, readConfirmationToken } from "../../mail/tracking/tokens";
 
 export const CONFIRM_PATH = "/confirm/";
 /** A second subscribe within this window sends no second email. */

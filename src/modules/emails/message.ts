@@ -4,7 +4,7 @@
 // against the key the domain's DKIM record publishes, not a DNS lookup).
 import { createHash, createPublicKey, verify } from "node:crypto";
 import type { AppContext } from "../../context";
-import { relaxedBody, relaxedHeader } from "../../mail/dkim";
+import { relaxedBody, relaxedHeader } from "../../mail/dkim/dkim";
 
 let parser: Promise<typeof import("mailparser")> | null = null;
 const mailparser = () => (parser ??= import("mailparser"));

@@ -1,3 +1,4 @@
+import { optionalStrings } from "../../http/replies";
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../../context";
 import type { EmailStatus } from "../../db/tables/delivery";
@@ -24,14 +25,7 @@ export function emailRoutes(ctx: AppContext) {
       },
       {
         auth: "secret",
-        query: t.Object({
-          limit: t.Optional(t.String()),
-          cursor: t.Optional(t.String()),
-          contactId: t.Optional(t.String()),
-          campaignId: t.Optional(t.String()),
-          status: t.Optional(t.String()),
-          to: t.Optional(t.String()),
-        }),
+        query: optionalStrings("limit", "cursor", "contactId", "campaignId", "status", "to"),
       },
     )
     .get("/emails/:id", ({ auth, params }) => get(ctx, auth.projectId, params.id), { auth: "secret", params: t.Object({ id: t.String() }) })

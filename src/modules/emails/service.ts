@@ -3,8 +3,8 @@ import type { AppContext } from "../../context";
 import type { EmailStatus } from "../../db/tables/delivery";
 import { AppError, notFound } from "../../http/errors";
 import { cursorPage, type CursorParams } from "../../http/pagination";
-import { renderSubject } from "../../mail/render";
-import { rawMessage } from "../../mail/sandbox";
+import { renderSubject } from "../../mail/message/render";
+import { rawMessage } from "../../mail/outbox/sandbox";
 import { messageView } from "./message";
 import { countEmails, getEmail, listEmails, type EmailFilters, type EmailLogRow } from "./queries";
 

@@ -1,3 +1,4 @@
+import { optionalStrings } from "../../http/replies";
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../../context";
 import { authPlugin } from "../../http/auth";
@@ -32,7 +33,7 @@ export function eventRoutes(ctx: AppContext) {
     )
     .get("/events/stats", ({ auth, query }) => svc.stats(ctx, auth.projectId, query), {
       auth: "secret",
-      query: t.Object({ days: t.Optional(t.String()), from: t.Optional(t.String()), to: t.Optional(t.String()) }),
+      query: optionalStrings("days", "from", "to"),
     })
     .get("/events/names", ({ auth }) => svc.names(ctx, auth.projectId), { auth: "secret" })
     .get(

@@ -7,7 +7,7 @@ import { aggregateUsage } from "../../audience/usage";
 import { badRequest, notFound, validationError, type FieldError } from "../../http/errors";
 import { withIdempotency } from "../../http/idempotency";
 import { cursorPage, type CursorParams } from "../../http/pagination";
-import { isValidEmail } from "../../mail/address";
+import { isValidEmail } from "../../net/email-address";
 import { DAY, dailyTotals, eventNames, parseTime, windowCounts } from "../analytics/service";
 import { doubleOptInOf, requestConfirmation, wouldSubscribe } from "../double-opt-in/service";
 import * as q from "./queries";

@@ -1,11 +1,11 @@
-import { markEngaged } from "../../mail/store";
-import { REACHED } from "../../mail/next-state";
+import { markEngaged } from "../../mail/outbox/store";
+import { REACHED } from "../../mail/outbox/next-state";
 import { dialect } from "../../db/dialect";
 // Opens and clicks: the first one moves the email forward and records the contact event.
 // Status only moves forward (SENT < DELIVERED < OPENED < CLICKED); BOUNCED and COMPLAINED win.
 import type { NotNull } from "kysely";
 import type { AppContext } from "../../context";
-import { notifyEvents, recordEvent, type PendingEvent } from "./audience";
+import { notifyEvents, recordEvent, type PendingEvent } from "./audience-adapter";
 
 
 function eventData(e: { id: string; campaign_id: string | null }, extra: Record<string, unknown> = {}) {

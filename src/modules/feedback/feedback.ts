@@ -1,15 +1,15 @@
-import { markReported, noteReply } from "../../mail/store";
+import { markReported, noteReply } from "../../mail/outbox/store";
 // What comes back by mail, applied to the outbox rows and the audience: asynchronous bounces (DSN),
 // complaints (ARF), unsubscribes by mail and ordinary inbound mail. Each applies in one transaction
 // and announces its events after the commit.
 import type { AppContext } from "../../context";
 import type { NotNull, Transaction } from "kysely";
 import type { DB } from "../../db";
-import { normalizeEmail } from "../../mail/address";
-import { afterHardBounces, applyHardBounce } from "../../mail/bounces";
-import { recheckReputation } from "../../mail/reputation";
-import { suppress } from "../../mail/suppressions";
-import { ensureContact, notifyEvents, recordEvent, setSubscribed, type PendingEvent } from "./audience";
+import { normalizeEmail } from "../../net/email-address";
+import { afterHardBounces, applyHardBounce } from "../../mail/outbox/bounces";
+import { recheckReputation } from "../../mail/deliverability/reputation";
+import { suppress } from "../../mail/outbox/suppressions";
+import { ensureContact, notifyEvents, recordEvent, setSubscribed, type PendingEvent } from "./audience-adapter";
 import { admitInbound } from "../billing/quota";
 
 interface EmailRef {

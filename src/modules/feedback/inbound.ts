@@ -13,14 +13,14 @@ import type { AddressObject } from "mailparser";
 let parser: Promise<typeof import("mailparser")> | null = null;
 const mailparser = () => (parser ??= import("mailparser"));
 import type { AppContext } from "../../context";
-import { domainOf, isValidEmail, normalizeEmail } from "../../mail/address";
-import { dmarcReportOf } from "../../mail/inbound/dmarc";
-import { classifyDsn, parseReport, type Report } from "../../mail/inbound/report";
+import { domainOf, isValidEmail, normalizeEmail } from "../../net/email-address";
+import { dmarcReportOf } from "./inbound/dmarc-report";
+import { classifyDsn, parseReport, type Report } from "./inbound/report";
 import { storeDmarcReport } from "../domains/dmarc";
-import type { InboundMessage } from "../../mail/inbound/server";
-import { readBounceLocalPart, readUnsubscribeLocalPart } from "../../mail/tokens";
-import { bounceDomainFor } from "../../mail/address";
-import { projectsWithVerifiedDomain } from "./audience";
+import type { InboundMessage } from "./inbound/server";
+import { readBounceLocalPart, readUnsubscribeLocalPart } from "../../mail/tracking/tokens";
+import { bounceDomainFor } from "../../net/email-address";
+import { projectsWithVerifiedDomain } from "./audience-adapter";
 import { applyBounce, applyComplaint, applyDeliveredReport, recordReceived, unsubscribeByMail, type FeedbackOutcome } from "./feedback";
 
 export type Route =

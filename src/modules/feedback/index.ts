@@ -1,8 +1,8 @@
 import { tlsFilesFor } from "../../config";
 import type { AppContext } from "../../context";
-import { startInboundServer, type InboundServer } from "../../mail/inbound/server";
-import { loadTokenSecret } from "../../mail/tokens";
-import { deleteProjectLinks } from "../../mail/tracked-links";
+import { startInboundServer, type InboundServer } from "./inbound/server";
+import { loadTokenSecret } from "../../mail/tracking/tokens";
+import { deleteProjectLinks } from "../../mail/tracking/tracked-links";
 import type { ModuleDef } from "../../http/module";
 import { handleInbound, routeRecipient, type Route } from "./inbound";
 import { feedbackRoutes } from "./routes";

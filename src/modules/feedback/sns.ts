@@ -3,7 +3,7 @@
 // certificate SNS names, which must come from an sns.<region>.amazonaws.com HTTPS URL.
 import { createVerify, X509Certificate } from "node:crypto";
 import type { AppContext } from "../../context";
-import { readBounceLocalPart } from "../../mail/tokens";
+import { readBounceLocalPart } from "../../mail/tracking/tokens";
 import { ownMessageId } from "./inbound";
 import { applyBounce, applyComplaint, applyDeliveredReport, type FeedbackOutcome } from "./feedback";
 

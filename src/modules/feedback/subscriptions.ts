@@ -1,7 +1,7 @@
 // The subscription pages' rules: who a signed link names, and flipping their subscription.
 import type { AppContext } from "../../context";
-import { readSubscriptionToken, type Subscriber } from "../../mail/tokens";
-import { findContact, findContactByEmail, notifyEvents, setSubscribed, type ContactRef } from "./audience";
+import { readSubscriptionToken, type Subscriber } from "../../mail/tracking/tokens";
+import { findContact, findContactByEmail, notifyEvents, setSubscribed, type ContactRef } from "./audience-adapter";
 
 export interface SubscriptionState {
   token: Subscriber;

@@ -1,6 +1,7 @@
+import { created } from "../../http/replies";
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../../context";
-import { reputation } from "../../mail/reputation";
+import { reputation } from "../../mail/deliverability/reputation";
 import { authPlugin, countSessionRequest, type AuthInfo } from "../../http/auth";
 import { forbidden, notFound } from "../../http/errors";
 import * as svc from "./service";
@@ -44,20 +45,12 @@ export function projectRoutes(ctx: AppContext) {
     .get("/users/@me/projects", ({ auth }) => svc.listProjects(ctx, auth.userId!), { auth: "session" })
     .post(
       "/users/@me/projects",
-      async ({ auth, body, set }) => {
-        const p = await svc.createProject(ctx, auth.userId!, body.name, { sandbox: body.sandbox });
-        set.status = 201;
-        return svc.viewProject(p, "OWNER", ctx.config.sandbox);
-      },
+      async ({ auth, body, set }) => created(set, svc.viewProject(await svc.createProject(ctx, auth.userId!, body.name, { sandbox: body.sandbox }), "OWNER", ctx.config.sandbox)),
       { auth: "session", body: t.Object({ name: Name, sandbox: t.Optional(t.Boolean()) }) },
     )
     .patch(
       "/users/@me/projects/:id",
-      async ({ auth, params, body }) => {
-        const m = await svc.projectForMember(ctx, params.id, auth.userId!);
-        svc.requireRole(m.role, ["OWNER", "ADMIN"], "change project settings");
-        return svc.viewProject(await svc.updateProject(ctx, params.id, body), m.role, ctx.config.sandbox);
-      },
+      ({ auth, params, body }) => svc.asMember(ctx, auth.userId!, params.id, { roles: ["OWNER", "ADMIN"], action: "change project settings" }, async (m) => svc.viewProject(await svc.updateProject(ctx, params.id, body), m.role, ctx.config.sandbox)),
       {
         auth: "session",
         params: IdParams,
@@ -81,39 +74,28 @@ export function projectRoutes(ctx: AppContext) {
     )
     .delete(
       "/users/@me/projects/:id",
-      async ({ auth, params }) => {
-        const m = await svc.projectForMember(ctx, params.id, auth.userId!);
-        svc.requireRole(m.role, ["OWNER"], "delete the project");
-        await svc.deleteProject(ctx, params.id);
-        return { success: true };
-      },
+      ({ auth, params }) => svc.asMember(ctx, auth.userId!, params.id, { roles: ["OWNER"], action: "delete the project" }, async () => {
+          await svc.deleteProject(ctx, params.id);
+          return { success: true as const };
+        }),
       { auth: "session", params: IdParams },
     )
     .post(
       "/users/@me/projects/:id/regenerate-keys",
-      async ({ auth, params }) => {
-        const m = await svc.projectForMember(ctx, params.id, auth.userId!);
-        svc.requireRole(m.role, ["OWNER", "ADMIN"], "rotate the keys");
-        return svc.viewProject(await svc.rotateKeys(ctx, params.id), m.role, ctx.config.sandbox);
-      },
+      ({ auth, params }) => svc.asMember(ctx, auth.userId!, params.id, { roles: ["OWNER", "ADMIN"], action: "rotate the keys" }, async (m) => svc.viewProject(await svc.rotateKeys(ctx, params.id), m.role, ctx.config.sandbox)),
       { auth: "session", params: IdParams },
     )
     .post(
       "/users/@me/projects/:id/reset",
-      async ({ auth, params }) => {
-        const m = await svc.projectForMember(ctx, params.id, auth.userId!);
-        svc.requireRole(m.role, ["OWNER"], "reset the project");
-        await svc.resetProject(ctx, params.id);
-        return { success: true };
-      },
+      ({ auth, params }) => svc.asMember(ctx, auth.userId!, params.id, { roles: ["OWNER"], action: "reset the project" }, async () => {
+          await svc.resetProject(ctx, params.id);
+          return { success: true as const };
+        }),
       { auth: "session", params: IdParams },
     )
     .get(
       "/users/@me/projects/:id/security",
-      async ({ auth, params }) => {
-        await svc.projectForMember(ctx, params.id, auth.userId!);
-        return security(ctx, params.id);
-      },
+      ({ auth, params }) => svc.asMember(ctx, auth.userId!, params.id, null, () => security(ctx, params.id)),
       { auth: "session", params: IdParams },
     )
     .get(

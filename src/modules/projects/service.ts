@@ -7,7 +7,7 @@ import { generateKey } from "../../http/keys";
 import { newWebhookSecret } from "../../webhooks/sign";
 import { doubleOptInPatch, forgetDoubleOptIn, viewDoubleOptIn, type DoubleOptIn } from "../double-opt-in/service";
 import { wipeProjectRows } from "./reset-store";
-import { forgetSandbox } from "../../mail/sandbox";
+import { forgetSandbox } from "../../mail/outbox/sandbox";
 
 export type Role = "OWNER" | "ADMIN" | "MEMBER";
 export const ROLES: Role[] = ["OWNER", "ADMIN", "MEMBER"];
@@ -98,6 +98,16 @@ export async function projectForMember(ctx: AppContext, projectId: string, userI
 
 export function requireRole(role: string, allowed: Role[], action: string) {
   if (!allowed.includes(role as Role)) throw forbidden(`Your role (${role}) cannot ${action}`);
+}
+
+/**
+ * A dashboard (session) route's guard: the caller is a member of the project (404 otherwise) and,
+ * when `need` says so, has one of its roles (403 naming the action); then runs `fn` with the membership.
+ */
+export async function asMember<T>(ctx: AppContext, userId: string, projectId: string, need: { roles: Role[]; action: string } | null, fn: (m: Awaited<ReturnType<typeof projectForMember>>) => T | Promise<T>): Promise<T> {
+  const m = await projectForMember(ctx, projectId, userId);
+  if (need) requireRole(m.role, need.roles, need.action);
+  return fn(m);
 }
 
 export async function updateProject(ctx: AppContext, projectId: string, patch: { name?: string; tracking?: TrackingMode; sandbox?: boolean; doubleOptIn?: Partial<DoubleOptIn>; postalAddress?: string | null }) {

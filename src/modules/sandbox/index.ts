@@ -6,13 +6,13 @@
 // - the open fetches the message's own pixel token and the click its first tracked link's token
 //   (readOpenToken/readClickToken + recordOpen/recordClick, as GET /t/o/ and /t/c/ do). A message
 //   that carries no tracking (the project's tracking setting) records nothing, as with a real reader.
-// The capture itself and the hard/soft bounces are in the outbox (src/mail/sandbox.ts).
+// The capture itself and the hard/soft bounces are in the outbox (src/mail/outbox/sandbox.ts).
 import type { AppContext } from "../../context";
-import { envelopeFromFor } from "../../mail/plan";
-import { simulationOf } from "../../mail/sandbox";
-import { readClickToken, readOpenToken } from "../../mail/tokens";
-import { resolveClick } from "../../mail/tracked-links";
-import { PATHS } from "../../mail/tracking";
+import { envelopeFromFor } from "../../mail/outbox/plan";
+import { simulationOf } from "../../mail/outbox/sandbox";
+import { readClickToken, readOpenToken } from "../../mail/tracking/tokens";
+import { resolveClick } from "../../mail/tracking/tracked-links";
+import { PATHS } from "../../mail/tracking/tracking";
 import { recordClick, recordOpen } from "../feedback/engagement";
 import { handleInbound, routeRecipient } from "../feedback/inbound";
 import type { ModuleDef } from "../../http/module";

@@ -1,9 +1,9 @@
 // Account emails (verification, password reset) through the delivery engine, from
 // MAILSVC_SYSTEM_FROM. They belong to no project: source SYSTEM, no contact, no tracking.
 import type { AppContext } from "../../context";
-import { normalizeEmail, parseMailbox } from "../../mail/address";
-import { insertContent, insertEmails } from "../../mail/enqueue";
-import { wakeOutbox } from "../../mail/outbox";
+import { normalizeEmail, parseMailbox } from "../../net/email-address";
+import { insertContent, insertEmails } from "../../mail/outbox/enqueue";
+import { wakeOutbox } from "../../mail/outbox/outbox";
 
 export async function sendAccountEmail(ctx: AppContext, msg: { to: string; subject: string; html: string; text: string }): Promise<void> {
   const from = ctx.config.systemFrom ? parseMailbox(ctx.config.systemFrom) : null;

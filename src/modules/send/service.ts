@@ -8,18 +8,18 @@ import { upsertContactRaw } from "../../audience/raw";
 import { notifyEvents, type RecordedEvent } from "../../audience/events";
 import { contactsChanged } from "../../audience/changes";
 import { payloadTooLarge, validationError, type FieldError } from "../../http/errors";
-import { isValidEmail } from "../../mail/address";
-import type { AttachmentInput } from "../../mail/compose";
+import { isValidEmail } from "../../net/email-address";
+import type { AttachmentInput } from "../../mail/message/compose";
 import type { EmailSourceType } from "../../db/tables/delivery";
-import { checkCustomHeaders } from "../../mail/custom-headers";
-import { insertContentRaw, insertEmailRaw } from "../../mail/enqueue";
-import { suppressedAmongRaw } from "../../mail/suppressions";
-import { wakeOutbox } from "../../mail/outbox";
-import { isSandbox } from "../../mail/sandbox";
+import { checkCustomHeaders } from "../../mail/message/custom-headers";
+import { insertContentRaw, insertEmailRaw } from "../../mail/outbox/enqueue";
+import { suppressedAmongRaw } from "../../mail/outbox/suppressions";
+import { wakeOutbox } from "../../mail/outbox/outbox";
+import { isSandbox } from "../../mail/outbox/sandbox";
 import { consumeQuotaRaw } from "../billing/quota";
 import { assertSenderAllowed } from "../domains/service";
 import { assertTemplateSyntax, getTemplate, trackOpensOf, type TemplateRow } from "../templates/service";
-import { parseMailbox } from "../../mail/address";
+import { parseMailbox } from "../../net/email-address";
 
 export type Mailbox = { name?: string | null; email: string };
 

@@ -6,7 +6,7 @@
 import { SMTPServer, type SMTPServerAddress, type SMTPServerAuthentication, type SMTPServerSession } from "smtp-server";
 import { listenSmtp } from "../../net/smtp-listen";
 import type { Logger } from "../../http/logger";
-import { isValidEmail } from "../../mail/address";
+import { isValidEmail } from "../../net/email-address";
 import { isSmtpError, smtpError } from "./replies";
 
 export interface SubmittedMessage<U> {

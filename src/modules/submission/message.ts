@@ -3,8 +3,8 @@
 // Cc (shown to every recipient) and the sender's own headers are kept; Bcc, Received, the MIME
 // structure and everything else the engine writes itself are not. The content is not a template:
 // "{{" is sent as written (literalSource).
-import { checkCustomHeaders, MAX_CUSTOM_HEADERS } from "../../mail/custom-headers";
-import { escapeHtml, literalSource } from "../../mail/render";
+import { checkCustomHeaders, MAX_CUSTOM_HEADERS } from "../../mail/message/custom-headers";
+import { escapeHtml, literalSource } from "../../mail/message/render";
 import { MAX_ATTACHMENTS } from "../send/schemas";
 import type { Mailbox, SendInput, SendOptions } from "../send/service";
 import { parseMessage, type MailboxAddress, type MimeAttachment, type ParsedMessage } from "./mime";

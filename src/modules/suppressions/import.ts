@@ -9,8 +9,8 @@ import { parse } from "csv-parse/sync";
 import type { AppContext } from "../../context";
 import { validationError } from "../../http/errors";
 import type { JobRunContext } from "../../jobs/queue";
-import { isValidEmail, normalizeEmail } from "../../mail/address";
-import { suppress, suppressionEndpoints } from "../../mail/suppressions";
+import { isValidEmail, normalizeEmail } from "../../net/email-address";
+import { suppress, suppressionEndpoints } from "../../mail/outbox/suppressions";
 import { emptyResult, MAX_REPORTED_ERRORS, type JobResult } from "../contacts/jobs";
 
 export const SUPPRESSION_IMPORT_JOB = "suppressions.import";

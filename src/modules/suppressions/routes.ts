@@ -1,3 +1,4 @@
+import { created } from "../../http/replies";
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../../context";
 import { authPlugin } from "../../http/auth";
@@ -40,11 +41,7 @@ export function suppressionRoutes(ctx: AppContext) {
     )
     .post(
       "/suppressions",
-      async ({ auth, body, set }) => {
-        const s = await svc.create(ctx, auth.projectId, body);
-        set.status = 201;
-        return s;
-      },
+      ({ auth, body, set }) => created(set, svc.create(ctx, auth.projectId, body)),
       {
         auth: "secret",
         body: t.Object({

@@ -9,8 +9,8 @@ import { dialect } from "../../db/dialect";
 import type { SuppressionReason } from "../../db/tables/delivery";
 import { badRequest, conflict, notFound, validationError } from "../../http/errors";
 import { cursorPage, type CursorParams } from "../../http/pagination";
-import { isValidEmail, normalizeEmail } from "../../mail/address";
-import { queueSuppressionWebhooks, suppress, viewSuppression, type SuppressionRow } from "../../mail/suppressions";
+import { isValidEmail, normalizeEmail } from "../../net/email-address";
+import { queueSuppressionWebhooks, suppress, viewSuppression, type SuppressionRow } from "../../mail/outbox/suppressions";
 
 export const SUPPRESSION_REASONS: SuppressionReason[] = ["HARD_BOUNCE", "COMPLAINT", "MANUAL", "UNSUBSCRIBE"];
 export const MAX_DETAIL = 1000;

@@ -1,12 +1,12 @@
 /**
  * POST /templates/preview: renders a subject and body with sample data through the same renderer
- * as real sends (src/mail/render.ts), for the dashboard's live preview. Nothing is stored or sent.
+ * as real sends (src/mail/message/render.ts), for the dashboard's live preview. Nothing is stored or sent.
  */
 import { t } from "elysia";
 import { dataErrors } from "../../audience/data-rules";
 import type { AppContext } from "../../context";
 import { validationError } from "../../http/errors";
-import { compile, renderHtml, RenderTooLargeError, renderSubject } from "../../mail/render";
+import { compile, renderHtml, RenderTooLargeError, renderSubject } from "../../mail/message/render";
 import { assertTemplateSyntax } from "./service";
 
 export const PreviewBody = t.Object({

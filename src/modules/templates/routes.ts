@@ -1,3 +1,4 @@
+import { created, succeeded } from "../../http/replies";
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../../context";
 import { authPlugin } from "../../http/auth";
@@ -24,18 +25,10 @@ export function templateRoutes(ctx: AppContext) {
         },
       }),
     })
-    .get(
-      "/templates",
-      ({ auth, query }) => svc.listTemplates(ctx, auth.projectId, query, parseOffsetParams(query)),
-      { auth: "secret", query: schemas.ListQuery },
-    )
+    .get("/templates", ({ auth, query }) => svc.listTemplates(ctx, auth.projectId, query, parseOffsetParams(query)), { auth: "secret", query: schemas.ListQuery })
     .post(
       "/templates",
-      async ({ auth, body, set }) => {
-        const row = await svc.createTemplate(ctx, auth.projectId, body);
-        set.status = 201;
-        return svc.viewTemplate(row);
-      },
+      async ({ auth, body, set }) => created(set, svc.viewTemplate(await svc.createTemplate(ctx, auth.projectId, body))),
       {
         auth: "secret",
         requireFrom: true,
@@ -52,21 +45,10 @@ export function templateRoutes(ctx: AppContext) {
       async ({ auth, params, body }) => svc.viewTemplate(await svc.updateTemplate(ctx, auth.projectId, params.id, body)),
       { auth: "secret", params: IdParams, body: schemas.UpdateTemplate },
     )
-    .delete(
-      "/templates/:id",
-      async ({ auth, params }) => {
-        await svc.deleteTemplate(ctx, auth.projectId, params.id);
-        return { success: true };
-      },
-      { auth: "secret", params: IdParams },
-    )
+    .delete("/templates/:id", ({ auth, params }) => succeeded(svc.deleteTemplate(ctx, auth.projectId, params.id)), { auth: "secret", params: IdParams })
     .post(
       "/templates/:id/duplicate",
-      async ({ auth, params, set }) => {
-        const row = await svc.duplicateTemplate(ctx, auth.projectId, params.id);
-        set.status = 201;
-        return svc.viewTemplate(row);
-      },
+      async ({ auth, params, set }) => created(set, svc.viewTemplate(await svc.duplicateTemplate(ctx, auth.projectId, params.id))),
       { auth: "secret", params: IdParams },
     )
     .get("/templates/:id/usage", ({ auth, params }) => svc.templateUsage(ctx, auth.projectId, params.id), { auth: "secret", params: IdParams });

@@ -1,3 +1,4 @@
+import { optionalStrings } from "../../http/replies";
 import { t } from "elysia";
 
 const NoLineBreaks = "^[^\\r\\n]*$";
@@ -43,11 +44,4 @@ export const UpdateTemplate = t.Object({
   trackOpens: t.Optional(messageFields.trackOpens),
 });
 
-export const ListQuery = t.Object({
-  page: t.Optional(t.String()),
-  pageSize: t.Optional(t.String()),
-  type: t.Optional(t.String()),
-  search: t.Optional(t.String()),
-  sort: t.Optional(t.String()),
-  dir: t.Optional(t.String()),
-});
+export const ListQuery = optionalStrings("page", "pageSize", "type", "search", "sort", "dir");

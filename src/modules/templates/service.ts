@@ -9,7 +9,7 @@ import type { AppContext } from "../../context";
 import type { TemplatesTable, TemplateType } from "../../db/tables/senders";
 import { AppError, badRequest, invalidState, notFound, type FieldError } from "../../http/errors";
 import { offsetPage, pick, type OffsetParams } from "../../http/pagination";
-import { checkSyntax } from "../../mail/render";
+import { checkSyntax } from "../../mail/message/render";
 import { assertSenderAllowed } from "../domains/service";
 
 export type TemplateRow = Selectable<TemplatesTable>;

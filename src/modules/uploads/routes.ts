@@ -1,3 +1,4 @@
+import { succeeded } from "../../http/replies";
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../../context";
 import { authPlugin } from "../../http/auth";
@@ -27,14 +28,7 @@ export function uploadRoutes(ctx: AppContext) {
       { auth: "secret" },
     )
     .get("/uploads", ({ auth, query }) => svc.listUploads(ctx, auth.projectId, parseCursorParams(query)), { auth: "secret" })
-    .delete(
-      "/uploads/:id",
-      async ({ auth, params }) => {
-        await svc.deleteUpload(ctx, auth.projectId, params.id);
-        return { success: true };
-      },
-      { auth: "secret", params: t.Object({ id: t.String() }) },
-    )
+    .delete("/uploads/:id", ({ auth, params }) => succeeded(svc.deleteUpload(ctx, auth.projectId, params.id)), { auth: "secret", params: t.Object({ id: t.String() }) })
     // Public: the URL is the capability (a UUIDv7 with 74 random bits); immutable, cached for a year.
     .get("/uploads/:file", async ({ params, request }) => {
       const m = FILE.exec(params.file);

@@ -1,3 +1,4 @@
+import { succeeded } from "../../http/replies";
 import { Elysia } from "elysia";
 import type { AppContext } from "../../context";
 import { authPlugin, checkCsrf, revokeSession, SESSION_COOKIE, SESSION_TTL_SECONDS, sessionToken, sessionUserId } from "../../http/auth";
@@ -59,34 +60,9 @@ export function userRoutes(ctx: AppContext) {
       return { user: userId ? svc.viewUser(await svc.getUser(ctx, userId)) : null };
     })
     .get("/auth/oauth-config", () => ({ providers: [] as string[] }))
-    .post(
-      "/auth/verify-email",
-      async ({ body }) => ({ success: true, data: svc.viewUser(await svc.verifyEmail(ctx, body.token)) }),
-      { body: schemas.TokenBody },
-    )
-    .post(
-      "/auth/request-verification",
-      async ({ auth }) => {
-        await svc.requestVerification(ctx, auth.userId!);
-        return { success: true };
-      },
-      { auth: "session" },
-    )
-    .post(
-      "/auth/request-password-reset",
-      async ({ body }) => {
-        await svc.requestPasswordReset(ctx, body.email);
-        return { success: true };
-      },
-      { body: schemas.EmailBody },
-    )
-    .post(
-      "/auth/reset-password",
-      async ({ body }) => {
-        await svc.resetPassword(ctx, body.token, body.password);
-        return { success: true };
-      },
-      { body: schemas.ResetPasswordBody },
-    )
+    .post("/auth/verify-email", async ({ body }) => ({ success: true, data: svc.viewUser(await svc.verifyEmail(ctx, body.token)) }), { body: schemas.TokenBody })
+    .post("/auth/request-verification", ({ auth }) => succeeded(svc.requestVerification(ctx, auth.userId!)), { auth: "session" })
+    .post("/auth/request-password-reset", ({ body }) => succeeded(svc.requestPasswordReset(ctx, body.email)), { body: schemas.EmailBody })
+    .post("/auth/reset-password", ({ body }) => succeeded(svc.resetPassword(ctx, body.token, body.password)), { body: schemas.ResetPasswordBody })
     .get("/users/@me", async ({ auth }) => svc.viewUser(await svc.getUser(ctx, auth.userId!)), { auth: "session" });
 }

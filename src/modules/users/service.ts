@@ -4,7 +4,7 @@ import { iso } from "../../clock";
 import type { AppContext } from "../../context";
 import { sendAccountEmail } from "../send/account-email";
 import { AppError, badRequest, conflict, forbidden, unauthorized, validationError } from "../../http/errors";
-import { isValidEmail } from "../../mail/address";
+import { isValidEmail } from "../../net/email-address";
 import { RateLimiter } from "../../http/rate-limit";
 import { hashPassword, verifyPassword } from "./passwords";
 

@@ -9,7 +9,7 @@ import { run as suggestEmail, POPULAR_DOMAINS } from "@zootools/email-spell-chec
 import { disposableEmailBlocklistSet } from "disposable-email-domains-js";
 import type { Resolver } from "node:dns/promises";
 import type { AppContext } from "../../context";
-import { isValidEmail } from "../../mail/address";
+import { isValidEmail } from "../../net/email-address";
 import { createResolver, isNotFound } from "../../net/dns";
 import { ALIAS_DOMAINS, inDomainSet, PERSONAL_DOMAINS } from "./lists";
 

@@ -1,5 +1,5 @@
-import { STARTS_JOB, STEP_JOB, ensureStartsJob, runStartsJob, runStepJob } from "../../automation/executor";
-import { FEED_CONSUMER, onFeedEvents } from "../../automation/triggers";
+import { STARTS_JOB, STEP_JOB, ensureStartsJob, runStartsJob, runStepJob } from "./engine/executor";
+import { FEED_CONSUMER, onFeedEvents } from "./engine/triggers";
 import type { ModuleDef } from "../../http/module";
 import { deleteProjectWorkflows, workflowCount } from "./queries";
 import { workflowRoutes } from "./routes";

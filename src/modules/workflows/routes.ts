@@ -1,3 +1,4 @@
+import { created, succeeded } from "../../http/replies";
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../../context";
 import { authPlugin } from "../../http/auth";
@@ -22,32 +23,13 @@ export function workflowRoutes(ctx: AppContext) {
     .use(authPlugin(ctx))
     .get("/workflows", ({ auth, query }) => svc.listWorkflows(ctx, auth.projectId, query, parseOffsetParams(query)), { auth: "secret", query: schemas.ListQuery })
     .get("/workflows/fields", ({ auth }) => svc.conditionFields(ctx, auth.projectId), { auth: "secret" })
-    .post(
-      "/workflows",
-      async ({ auth, body, set }) => {
-        const w = await svc.createWorkflow(ctx, auth.projectId, body);
-        set.status = 201;
-        return w;
-      },
-      { auth: "secret", body: schemas.CreateWorkflow },
-    )
+    .post("/workflows", ({ auth, body, set }) => created(set, svc.createWorkflow(ctx, auth.projectId, body)), { auth: "secret", body: schemas.CreateWorkflow })
     .get("/workflows/:id", ({ auth, params }) => svc.workflowDetail(ctx, auth.projectId, params.id), { auth: "secret", params: Id })
     .patch("/workflows/:id", ({ auth, params, body }) => svc.updateWorkflow(ctx, auth.projectId, params.id, body), { auth: "secret", params: Id, body: schemas.UpdateWorkflow })
-    .delete(
-      "/workflows/:id",
-      async ({ auth, params }) => {
-        await svc.deleteWorkflow(ctx, auth.projectId, params.id);
-        return { success: true };
-      },
-      { auth: "secret", params: Id },
-    )
+    .delete("/workflows/:id", ({ auth, params }) => succeeded(svc.deleteWorkflow(ctx, auth.projectId, params.id)), { auth: "secret", params: Id })
     .post(
       "/workflows/:id/steps",
-      async ({ auth, params, body, set }) => {
-        const s = await svc.addStep(ctx, auth.projectId, params.id, body);
-        set.status = 201;
-        return s;
-      },
+      ({ auth, params, body, set }) => created(set, svc.addStep(ctx, auth.projectId, params.id, body)),
       { auth: "secret", params: Id, body: schemas.CreateStep },
     )
     .patch("/workflows/:id/steps/:stepId", ({ auth, params, body }) => svc.updateStep(ctx, auth.projectId, params.id, params.stepId, body), {
@@ -57,41 +39,23 @@ export function workflowRoutes(ctx: AppContext) {
     })
     .delete(
       "/workflows/:id/steps/:stepId",
-      async ({ auth, params, query }) => {
-        await svc.deleteStep(ctx, auth.projectId, params.id, params.stepId, parseSplice(query.splice));
-        return { success: true };
-      },
+      ({ auth, params, query }) => succeeded(svc.deleteStep(ctx, auth.projectId, params.id, params.stepId, parseSplice(query.splice))),
       { auth: "secret", params: StepParams, query: schemas.DeleteStepQuery },
     )
     .post(
       "/workflows/:id/transitions",
-      async ({ auth, params, body, set }) => {
-        const tr = await svc.addTransition(ctx, auth.projectId, params.id, body);
-        set.status = 201;
-        return tr;
-      },
+      ({ auth, params, body, set }) => created(set, svc.addTransition(ctx, auth.projectId, params.id, body)),
       { auth: "secret", params: Id, body: schemas.CreateTransition },
     )
     .delete(
       "/workflows/:id/transitions/:transitionId",
-      async ({ auth, params }) => {
-        await svc.deleteTransition(ctx, auth.projectId, params.id, params.transitionId);
-        return { success: true };
-      },
+      ({ auth, params }) => succeeded(svc.deleteTransition(ctx, auth.projectId, params.id, params.transitionId)),
       { auth: "secret", params: TransitionParams },
     )
-    .post(
-      "/workflows/:id/executions/cancel-all",
-      ({ auth, params }) => svc.cancelAll(ctx, auth.projectId, params.id),
-      { auth: "secret", params: Id },
-    )
+    .post("/workflows/:id/executions/cancel-all", ({ auth, params }) => svc.cancelAll(ctx, auth.projectId, params.id), { auth: "secret", params: Id })
     .post(
       "/workflows/:id/executions",
-      async ({ auth, params, body, set }) => {
-        const e = await svc.startExecution(ctx, auth.projectId, params.id, body ?? {});
-        set.status = 201;
-        return e;
-      },
+      ({ auth, params, body, set }) => created(set, svc.startExecution(ctx, auth.projectId, params.id, body ?? {})),
       { auth: "secret", params: Id, body: schemas.StartExecution },
     )
     .get(

@@ -1,3 +1,4 @@
+import { optionalStrings } from "../../http/replies";
 import { t } from "elysia";
 
 export const StepTypeSchema = t.Union([
@@ -59,17 +60,8 @@ export const StartExecution = t.Object({
   context: t.Optional(t.Unknown()),
 });
 
-export const ListQuery = t.Object({
-  page: t.Optional(t.String()),
-  pageSize: t.Optional(t.String()),
-  search: t.Optional(t.String()),
-  enabled: t.Optional(t.String()),
-});
+export const ListQuery = optionalStrings("page", "pageSize", "search", "enabled");
 
-export const ExecutionsQuery = t.Object({
-  page: t.Optional(t.String()),
-  pageSize: t.Optional(t.String()),
-  status: t.Optional(t.String()),
-});
+export const ExecutionsQuery = optionalStrings("page", "pageSize", "status");
 
 export const DeleteStepQuery = t.Object({ splice: t.Optional(t.String()) });

@@ -5,12 +5,12 @@
  */
 import type { Transaction } from "kysely";
 import { conditionReferences, normalizeCondition, segmentReferenceIssues, type ConditionTree } from "../../audience/conditions";
-import { treeOf } from "../../automation/condition-adapter";
-import { checkStepConfig } from "../../automation/configs";
-import { insertExecution, mayEnter } from "../../automation/executor";
-import { splicePlan, transitionErrors } from "../../automation/graph";
-import { closeOpenLogs, dropJob } from "../../automation/store";
-import { EXECUTION_STATUSES, STEP_TYPES, type Branch, type Graph, type StepType } from "../../automation/types";
+import { treeOf } from "./engine/condition-adapter";
+import { checkStepConfig } from "./engine/configs";
+import { insertExecution, mayEnter } from "./engine/executor";
+import { splicePlan, transitionErrors } from "./engine/graph";
+import { closeOpenLogs, dropJob } from "./engine/store";
+import { EXECUTION_STATUSES, STEP_TYPES, type Branch, type Graph, type StepType } from "./engine/types";
 import type { AppContext } from "../../context";
 import type { DB } from "../../db";
 import { badRequest, conflict, invalidState, notFound, validationError, type FieldError } from "../../http/errors";

@@ -1,7 +1,7 @@
 // Small shared building blocks (form fields, banners, tables, data loading). Styling is in styles.css.
 import { useCallback, useEffect, useId, useRef, useState, type ReactNode } from "react";
 import { Link } from "wouter";
-import { ApiError } from "./api";
+import { api, ApiError } from "./api";
 
 export function useAsync<T>(fn: () => Promise<T>, deps: unknown[]): { data: T | undefined; error: ApiError | null; loading: boolean; reload: () => void; setData: (d: T) => void } {
   const [data, setData] = useState<T | undefined>(undefined);
@@ -359,4 +359,17 @@ export function useCursorPages() {
     prev: () => setCursors((c) => (c.length > 1 ? c.slice(0, -1) : c)),
     next: (cursor: string | null | undefined) => cursor && setCursors((c) => [...c, cursor]),
   };
+}
+
+/** "Delete": asks to confirm ("Delete campaign Spring sale?"), DELETEs `path`, then `done` (back to the list); errors land in `act`. */
+export function DeleteButton({ what, name, path, act, done }: { what: string; name: string; path: string; act: ReturnType<typeof useAction>; done: () => void }) {
+  return (
+    <button type="button" className="danger" onClick={() => {
+      if (!confirm(`Delete ${what} ${name}?`)) return;
+      void act.run(async () => {
+        await api(path, { method: "DELETE" });
+        done();
+      });
+    }}>Delete</button>
+  );
 }

@@ -1,7 +1,7 @@
 // The "Open tracking" field of the campaign and template editors: project default / on / off, and
 // what the open pixel costs this message with SpamAssassin's local rules when it is too short to
-// carry an image without looking image-only (src/mail/pixel-cost.ts), with a button to turn it off.
-import { pixelCost } from "../../../mail/pixel-cost";
+// carry an image without looking image-only (src/mail/message/pixel-cost.ts), with a button to turn it off.
+import { pixelCost } from "../../../mail/message/pixel-cost";
 import { useSession } from "../session";
 import { Notice, Select } from "../ui";
 

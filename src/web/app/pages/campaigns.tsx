@@ -4,7 +4,7 @@ import { api, fmtDate, listOf, unwrap, type OffsetPage } from "../api";
 import { BarChart } from "../components/charts";
 import { ConditionBuilder, emptyTree, useLiveCount, type Tree } from "../components/conditions";
 import { OpenTrackingField } from "../components/open-tracking";
-import { Badge, Empty, ErrorBanner, Loading, Modal, Notice, Page, Progress, Select, TextInput, useAction, useAsync, usePoll, Table, Pager } from "../ui";
+import { Badge, Empty, ErrorBanner, Loading, Modal, Notice, Page, Progress, Select, TextInput, useAction, useAsync, usePoll, Table, Pager, DeleteButton } from "../ui";
 import type { Segment } from "./segments";
 import { Preview, type Template } from "./templates";
 
@@ -140,13 +140,7 @@ function Composer({ campaign, reload }: { campaign: Campaign | null; reload: () 
       actions={campaign && (
         <>
           <Duplicate id={campaign.id} />
-          <button type="button" className="danger" onClick={() => {
-            if (!confirm(`Delete campaign ${campaign.name}?`)) return;
-            void act.run(async () => {
-              await api(`/campaigns/${campaign.id}`, { method: "DELETE" });
-              navigate("/campaigns");
-            });
-          }}>Delete</button>
+          <DeleteButton what="campaign" name={campaign.name} path={`/campaigns/${campaign.id}`} act={act} done={() => navigate("/campaigns")} />
         </>
       )}
     >

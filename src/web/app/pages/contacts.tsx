@@ -1,4 +1,5 @@
-import { useRef, useState } from "react";
+import { CsvImportButton } from "../components/csv-import";
+import { useState } from "react";
 import { Link, useLocation } from "wouter";
 import { api, fmtDate, pollJob, type CursorPage } from "../api";
 import { Details } from "./activity";
@@ -130,7 +131,7 @@ export function ContactsPage() {
           <button type="button" className="primary" onClick={() => setCreating(true)}>
             New contact
           </button>
-          <ImportButton
+          <CsvImportButton endpoint="/contacts/import" inputId="csv-file"
             onJob={(j) => {
               setJobLabel("CSV import");
               setJob(j);
@@ -234,37 +235,6 @@ export function ContactsPage() {
   );
 }
 
-function ImportButton({ onJob, onDone }: { onJob: (j: Job) => void; onDone: () => void }) {
-  const input = useRef<HTMLInputElement>(null);
-  const act = useAction();
-  return (
-    <>
-      <label className="button" htmlFor="csv-file">
-        Import CSV
-      <input
-        ref={input}
-        id="csv-file"
-        className="sr-only"
-        type="file"
-        accept=".csv,text/csv"
-        onChange={(e) => {
-          const file = e.target.files?.[0];
-          if (!file) return;
-          void act.run(async () => {
-            const form = new FormData();
-            form.set("file", file);
-            const { jobId } = await api<{ jobId: string }>("/contacts/import", { form });
-            await pollJob(`/contacts/import/${jobId}`, onJob);
-            onDone();
-          });
-          e.target.value = "";
-        }}
-      />
-      </label>
-      {act.error && <ErrorBanner error={act.error} />}
-    </>
-  );
-}
 
 function parseData(text: string): Record<string, unknown> {
   const v = text.trim() ? JSON.parse(text) : {};

@@ -1,6 +1,6 @@
 import { useState } from "react";
 import { api, type CursorPage } from "../api";
-import { Empty, ErrorBanner, Loading, Page, Select, TextInput, useAsync } from "../ui";
+import { Empty, ErrorBanner, Loading, Page, Pager, Select, TextInput, useAsync } from "../ui";
 import { EmailTable } from "./contacts";
 
 const STATUSES = ["", "PENDING", "SENDING", "SENT", "DELIVERED", "DEFERRED", "OPENED", "CLICKED", "BOUNCED", "COMPLAINED", "FAILED", "SUPPRESSED", "CANCELLED"];
@@ -23,10 +23,7 @@ export function EmailsPage() {
       </form>
       <ErrorBanner error={list.error} />
       {list.loading && !list.data ? <Loading /> : list.data?.data.length === 0 ? <Empty>No emails.</Empty> : <EmailTable rows={list.data?.data ?? []} />}
-      <nav className="row pager" aria-label="Pages">
-        <button type="button" disabled={cursors.length <= 1} onClick={() => setCursors(cursors.slice(0, -1))}>Previous</button>
-        <button type="button" disabled={!list.data?.hasMore} onClick={() => list.data?.cursor && setCursors([...cursors, list.data.cursor])}>Next</button>
-      </nav>
+      <Pager hasPrev={cursors.length > 1} hasNext={!!list.data?.hasMore} onPrev={() => setCursors(cursors.slice(0, -1))} onNext={() => list.data?.cursor && setCursors([...cursors, list.data.cursor])} />
     </Page>
   );
 }

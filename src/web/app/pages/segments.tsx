@@ -2,7 +2,7 @@ import { useState } from "react";
 import { Link, useLocation } from "wouter";
 import { api, fmtDate, listOf, type OffsetPage } from "../api";
 import { ConditionBuilder, emptyTree, useLiveCount, type Tree } from "../components/conditions";
-import { Badge, Checkbox, Empty, ErrorBanner, Loading, Notice, Page, Select, TextArea, TextInput, useAction, useAsync, Table, Pager } from "../ui";
+import { Badge, Checkbox, Empty, ErrorBanner, Loading, Notice, Page, Select, TextArea, TextInput, useAction, useAsync, Table, Pager, DeleteButton } from "../ui";
 import type { Contact } from "./contacts";
 
 export interface Segment {
@@ -89,13 +89,7 @@ function SegmentEditor({ segment, reload }: { segment: Segment | null; reload: (
             setNote(`Computed: ${r.added} joined, ${r.removed} left, ${r.total} members.`);
             reload();
           })}>Compute membership</button>
-          <button type="button" className="danger" onClick={() => {
-            if (!confirm(`Delete segment ${segment.name}?`)) return;
-            void act.run(async () => {
-              await api(`/segments/${segment.id}`, { method: "DELETE" });
-              navigate("/segments");
-            });
-          }}>Delete</button>
+          <DeleteButton what="segment" name={segment.name} path={`/segments/${segment.id}`} act={act} done={() => navigate("/segments")} />
         </>
       )}
     >

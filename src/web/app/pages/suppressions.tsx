@@ -1,7 +1,8 @@
-import { useRef, useState } from "react";
-import { api, fmtDate, pollJob, type CursorPage } from "../api";
+import { CsvImportButton } from "../components/csv-import";
+import { useState } from "react";
+import { api, fmtDate, type CursorPage } from "../api";
 import { Link } from "wouter";
-import { Badge, Empty, ErrorBanner, Loading, Notice, Page, Progress, Select, TextInput, useAction, useAsync } from "../ui";
+import { Badge, Empty, ErrorBanner, Loading, Notice, Page, Pager, Progress, Select, TextInput, useAction, useAsync } from "../ui";
 
 interface Suppression {
   id: string;
@@ -40,7 +41,7 @@ export function SuppressionsPage() {
     list.reload();
   };
   return (
-    <Page title="Suppressions" actions={<ImportButton onJob={setJob} onDone={reload} />}>
+    <Page title="Suppressions" actions={<CsvImportButton endpoint="/suppressions/import" inputId="suppressions-csv" onJob={setJob} onDone={reload} />}>
       <p className="hint">
         Addresses on this list are never attempted: sends to them are recorded <code>SUPPRESSED</code>. Hard bounces and complaints add them automatically; lifting one lets later sends go out again
         (the contact's subscription does not change).
@@ -133,42 +134,8 @@ export function SuppressionsPage() {
           </table>
         </div>
       )}
-      <nav className="row pager" aria-label="Pages">
-        <button type="button" disabled={cursors.length <= 1} onClick={() => setCursors(cursors.slice(0, -1))}>Previous</button>
-        <button type="button" disabled={!list.data?.hasMore} onClick={() => list.data?.cursor && setCursors([...cursors, list.data.cursor])}>Next</button>
-      </nav>
+      <Pager hasPrev={cursors.length > 1} hasNext={!!list.data?.hasMore} onPrev={() => setCursors(cursors.slice(0, -1))} onNext={() => list.data?.cursor && setCursors([...cursors, list.data.cursor])} />
     </Page>
   );
 }
 
-function ImportButton({ onJob, onDone }: { onJob: (j: any) => void; onDone: () => void }) {
-  const input = useRef<HTMLInputElement>(null);
-  const act = useAction();
-  return (
-    <>
-      <label className="button" htmlFor="suppressions-csv">
-        Import CSV
-        <input
-          ref={input}
-          id="suppressions-csv"
-          className="sr-only"
-          type="file"
-          accept=".csv,text/csv"
-          onChange={(e) => {
-            const file = e.target.files?.[0];
-            if (!file) return;
-            void act.run(async () => {
-              const form = new FormData();
-              form.set("file", file);
-              const { jobId } = await api<{ jobId: string }>("/suppressions/import", { form });
-              await pollJob(`/suppressions/import/${jobId}`, onJob);
-              onDone();
-            });
-            e.target.value = "";
-          }}
-        />
-      </label>
-      {act.error && <ErrorBanner error={act.error} />}
-    </>
-  );
-}

@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from "react";
 import { Link, useLocation } from "wouter";
 import { api, fmtDate, type OffsetPage } from "../api";
-import { Badge, Empty, ErrorBanner, Loading, Notice, Page, Select, TextInput, toApiError, useAction, useAsync, Table, Pager } from "../ui";
+import { Badge, Empty, ErrorBanner, Loading, Notice, Page, Select, TextInput, toApiError, useAction, useAsync, Table, Pager, DeleteButton } from "../ui";
 import type { ApiError } from "../api";
 import { OpenTrackingField } from "../components/open-tracking";
 
@@ -176,13 +176,7 @@ function TemplateEditor({ template }: { template: Template | null }) {
               const t = await api<Template>(`/templates/${template.id}/duplicate`, { method: "POST" });
               navigate(`/templates/${t.id}`);
             })}>Duplicate</button>
-            <button type="button" className="danger" onClick={() => {
-              if (!confirm(`Delete template ${template.name}?`)) return;
-              void act.run(async () => {
-                await api(`/templates/${template.id}`, { method: "DELETE" });
-                navigate("/templates");
-              });
-            }}>Delete</button>
+            <DeleteButton what="template" name={template.name} path={`/templates/${template.id}`} act={act} done={() => navigate("/templates")} />
           </>
         )
       }

@@ -3,7 +3,7 @@ import { useEffect, useMemo, useRef, useState } from "react";
 import { Link, useLocation } from "wouter";
 import { api, fmtDate, type OffsetPage } from "../api";
 import { ConditionBuilder, emptyTree, type Tree } from "../components/conditions";
-import { Badge, Checkbox, Empty, ErrorBanner, Loading, Modal, Notice, NumberInput, Page, Select, TextArea, TextInput, useAction, useAsync, usePoll, Table } from "../ui";
+import { Badge, Checkbox, Empty, ErrorBanner, Loading, Modal, Notice, NumberInput, Page, Select, TextArea, TextInput, useAction, useAsync, usePoll, Table, DeleteButton } from "../ui";
 import { Details } from "./activity";
 import type { Template } from "./templates";
 import { OpenTrackingField } from "../components/open-tracking";
@@ -216,13 +216,7 @@ function WorkflowEditor({ wf, reload }: { wf: Workflow; reload: () => void }) {
             setNote(wf.enabled ? "Workflow disabled." : "Workflow enabled.");
             reload();
           })}>{wf.enabled ? "Disable" : "Enable"}</button>
-          <button type="button" className="danger" onClick={() => {
-            if (!confirm(`Delete workflow ${wf.name}?`)) return;
-            void act.run(async () => {
-              await api(`/workflows/${wf.id}`, { method: "DELETE" });
-              navigate("/workflows");
-            });
-          }}>Delete</button>
+          <DeleteButton what="workflow" name={wf.name} path={`/workflows/${wf.id}`} act={act} done={() => navigate("/workflows")} />
         </>
       }
     >

@@ -1,0 +1,258 @@
+// The outbox's store: every read and write of the delivery loop, behind one narrow interface
+// (OutboxStore). The hot statements (claim, outcomes) run as raw prepared statements inside
+// ctx.store.exclusive: thousands of rows a second through Kysely would cost a large share of the
+// main thread (scripts/bench/send.ts). Everything is scoped by email id; ids come from rows this
+// process claimed.
+import type { Selectable } from "kysely";
+import type { AppContext } from "../../context";
+import type { Store } from "../../db";
+import { atomic, qOf, type Q } from "../../db/raw";
+import type { EmailContentsTable, EmailsTable } from "../../db/tables/delivery";
+import type { RecordedEvent } from "../../audience/events";
+import { insertEventRaw } from "../../audience/raw";
+import { applyHardBounce } from "./bounces";
+import type { AttemptRow, EventRow, NextState } from "./next-state";
+import { suppressedAmongRaw } from "./suppressions";
+import { storeLinks, type FreshLinks } from "../tracking/tracked-links";
+import type { KeptRaw } from "./sandbox";
+
+/** The columns of an email the outbox claims (CLAIMED_COLUMNS). */
+export type ClaimedEmail = Pick<
+  Selectable<EmailsTable>,
+  "id" | "project_id" | "content_id" | "contact_id" | "to_email" | "to_name" | "vars" | "source_type" | "campaign_id" | "template_id" | "message_id" | "attempts" | "sent_at" | "sandbox"
+>;
+
+export type ContentRow = Omit<Selectable<EmailContentsTable>, "created_at" | "no_tracking" | "track_opens"> & { no_tracking?: number; track_opens?: number | null };
+
+export type { EventRow };
+
+/** What the outbox reads and writes, and nothing else. */
+export interface OutboxStore {
+  /**
+   * Claims due emails: candidates in due order (transactional before campaign mail), `choose` picks
+   * among them (per-project fairness and rates), the chosen move to SENDING with a lease, in one transaction.
+   */
+  claim(now: number, leaseUntil: number, candidates: number, choose: (rows: Candidate[]) => string[]): Promise<ClaimedEmail[]>;
+  /** Puts SENDING rows back in the queue (restart, shutdown, lost leases). Returns how many moved. */
+  requeue(now: number, ids: string[] | "all-sending"): Promise<number>;
+  /** SENDING rows whose lease ran out. */
+  expiredLeases(now: number): Promise<string[]>;
+  loadContents(ids: string[]): Promise<ContentRow[]>;
+  /** The addresses among `emails` suppressed in the project. */
+  suppressedAmong(projectId: string, emails: string[]): Promise<Set<string>>;
+  /** The contacts among `contactIds` that are unsubscribed now (MARKETING/HEADLESS mail never reaches them). */
+  unsubscribedAmong(contactIds: string[]): Promise<Set<string>>;
+  /** The tracking mode of each project (once per claimed batch, instead of a query per message). */
+  trackingModes(projectIds: string[]): Promise<Map<string, string>>;
+  /** The postal address of each project that has one (the MARKETING footer). */
+  postalAddresses(projectIds: string[]): Promise<Map<string, string>>;
+  /** Which of these campaigns are CANCELLED (a claimed email of one is never sent, even after a restart). */
+  cancelledAmong(campaignIds: string[]): Promise<string[]>;
+  /** The project whose VERIFIED domain `domain` signs the server's own account emails, if any. */
+  systemSigningProject(domain: string): Promise<string | null>;
+  /** Stores click-tracked links a builder reported (before a message carrying them may leave). */
+  storeLinks(projectId: string, links: FreshLinks): Promise<void>;
+  /**
+   * Records a batch of outcomes with their contact events in one transaction; a hard bounce also
+   * suppresses the address and unsubscribes the contact (bounces.ts). Only rows still SENDING change
+   * (a row cancelled or handled elsewhere meanwhile is left alone). Returns the recorded events.
+   */
+  recordOutcomes(now: number, outcomes: Settled[]): Promise<RecordedEvent[]>;
+}
+
+export interface Candidate {
+  id: string;
+  project_id: string | null;
+}
+
+export function outboxStore(ctx: AppContext): OutboxStore {
+  const engine = ctx.store.engine;
+  const q = qOf(ctx.db, engine);
+  const tx = <T>(fn: (q: Q) => Promise<T>) => atomic(ctx.db, engine, fn);
+  return {
+    claim: (now, leaseUntil, candidates, choose) => tx((q) => claimDue(q, now, leaseUntil, candidates, choose, ctx.config.instanceId)),
+    requeue: (now, ids) => requeue(q, now, ids),
+    expiredLeases: (now) => expiredLeases(q, now),
+    loadContents: (ids) => loadContents(q, ids),
+    suppressedAmong: (projectId, emails) => suppressedAmongRaw(q, projectId, emails),
+    unsubscribedAmong: (contactIds) => unsubscribedAmong(q, contactIds),
+    trackingModes: (projectIds) => trackingModes(q, projectIds),
+    postalAddresses: (projectIds) => postalAddresses(q, projectIds),
+    cancelledAmong: (campaignIds) => cancelledAmong(q, campaignIds),
+    systemSigningProject: (domain) => systemSigningProject(q, domain),
+    storeLinks: (projectId, links) => storeLinks(ctx, projectId, links),
+    async recordOutcomes(now, outcomes) {
+      // One transaction per batch: the outcomes, their events and, for a hard bounce, its audience
+      // side (suppressions, contacts; bounces.ts).
+      return ctx.db.transaction().execute(async (trx) => {
+        const { recorded, bounced } = await writeOutcomes(qOf(trx, engine), now, outcomes);
+        for (const { row, state } of bounced) {
+          if (!row.project_id) continue; // an account email: no project, no audience
+          const b = { emailId: row.id, projectId: row.project_id, contactId: row.contact_id, email: row.to_email, detail: state.reply, now };
+          recorded.push(...(await applyHardBounce(trx, ctx, b, state.events)));
+        }
+        return recorded;
+      });
+    },
+  };
+}
+
+/** An outcome to record: the claimed row and its next state (next-state.ts). */
+export interface Settled {
+  row: AttemptRow;
+  state: NextState;
+  /** The message to keep for GET /emails/:id/raw (the sandbox's capture, or MAILSVC_KEEP_RAW); stored before the outcome. */
+  kept?: KeptRaw;
+}
+
+const CLAIMED_COLUMNS =
+  "id, project_id, content_id, contact_id, to_email, to_name, vars, source_type, campaign_id, template_id, message_id, attempts, sent_at, sandbox";
+
+// Priority 0 (transactional, workflow, system) before 1 (campaigns): a password reset never waits
+// behind a newsletter. Each is a range seek on emails_due_priority. On PostgreSQL the candidates are
+// locked with SKIP LOCKED: another instance claiming at the same moment takes other rows.
+const DUE = "SELECT id, project_id FROM emails WHERE status IN ('PENDING', 'DEFERRED') AND priority = ? AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?";
+const DUE_PG = `${DUE} FOR UPDATE SKIP LOCKED`;
+
+async function claimDue(q: Q, now: number, leaseUntil: number, candidates: number, choose: (rows: Candidate[]) => string[], _instance: string): Promise<ClaimedEmail[]> {
+  const due = q.engine === "postgres" ? DUE_PG : DUE;
+  const rows = await q.all<Candidate>(due, [0, now, candidates]);
+  if (rows.length < candidates) rows.push(...(await q.all<Candidate>(due, [1, now, candidates - rows.length])));
+  if (!rows.length) return [];
+  const ids = choose(rows);
+  if (!ids.length) return [];
+  return q.all<ClaimedEmail>(
+    `UPDATE emails SET status = 'SENDING', lease_until = ?, updated_at = ?
+     WHERE id IN (SELECT value FROM json_each(?)) AND status IN ('PENDING', 'DEFERRED')
+     RETURNING ${CLAIMED_COLUMNS}`,
+    [leaseUntil, now, JSON.stringify(ids)],
+  );
+}
+
+async function requeue(q: Q, now: number, ids: string[] | "all-sending"): Promise<number> {
+  const set = `status = CASE WHEN attempts > 0 THEN 'DEFERRED' ELSE 'PENDING' END, lease_until = NULL,
+               next_attempt_at = COALESCE(next_attempt_at, ?), updated_at = ?`;
+  if (ids === "all-sending") return q.run(`UPDATE emails SET ${set} WHERE status = 'SENDING'`, [now, now]);
+  if (!ids.length) return 0;
+  return q.run(`UPDATE emails SET ${set} WHERE status = 'SENDING' AND id IN (SELECT value FROM json_each(?))`, [now, now, JSON.stringify(ids)]);
+}
+
+async function expiredLeases(q: Q, now: number): Promise<string[]> {
+  return (await q.all<{ id: string }>("SELECT id FROM emails WHERE status = 'SENDING' AND lease_until < ? LIMIT 1000", [now])).map((r) => r.id);
+}
+
+function loadContents(q: Q, ids: string[]): Promise<ContentRow[]> {
+  return q.all<ContentRow>(
+    `SELECT id, project_id, subject, html, text, from_email, from_name, reply_to, type, headers, attachments, no_tracking, track_opens
+     FROM email_contents WHERE id IN (SELECT value FROM json_each(?))`,
+    [JSON.stringify(ids)],
+  );
+}
+
+async function trackingModes(q: Q, projectIds: string[]): Promise<Map<string, string>> {
+  if (!projectIds.length) return new Map();
+  const rows = await q.all<{ id: string; tracking: string }>("SELECT id, tracking FROM projects WHERE id IN (SELECT value FROM json_each(?))", [JSON.stringify(projectIds)]);
+  return new Map(rows.map((r) => [r.id, r.tracking]));
+}
+
+async function postalAddresses(q: Q, projectIds: string[]): Promise<Map<string, string>> {
+  if (!projectIds.length) return new Map();
+  const rows = await q.all<{ id: string; postal_address: string }>(
+    "SELECT id, postal_address FROM projects WHERE postal_address IS NOT NULL AND id IN (SELECT value FROM json_each(?))",
+    [JSON.stringify(projectIds)],
+  );
+  return new Map(rows.map((r) => [r.id, r.postal_address]));
+}
+
+async function unsubscribedAmong(q: Q, contactIds: string[]): Promise<Set<string>> {
+  if (!contactIds.length) return new Set();
+  const rows = await q.all<{ id: string }>("SELECT id FROM contacts WHERE subscribed = 0 AND id IN (SELECT value FROM json_each(?))", [JSON.stringify(contactIds)]);
+  return new Set(rows.map((r) => r.id));
+}
+
+async function cancelledAmong(q: Q, campaignIds: string[]): Promise<string[]> {
+  if (!campaignIds.length) return [];
+  const rows = await q.all<{ id: string }>("SELECT id FROM campaigns WHERE status = 'CANCELLED' AND id IN (SELECT value FROM json_each(?))", [JSON.stringify(campaignIds)]);
+  return rows.map((r) => r.id);
+}
+
+async function systemSigningProject(q: Q, domain: string): Promise<string | null> {
+  const row = await q.get<{ project_id: string }>("SELECT project_id FROM domains WHERE domain = ? AND status = 'VERIFIED' ORDER BY created_at LIMIT 1", [domain]);
+  return row?.project_id ?? null;
+}
+
+// ---- outcomes ---------------------------------------------------------------------------------
+
+/**
+ * Writes a batch of outcomes in one (raw) transaction; inside a caller's transaction it becomes a
+ * savepoint. Contact events of every outcome but a bounce are inserted here; the bounces that moved
+ * (their row was still SENDING) are returned for their audience side (bounces.ts).
+ */
+async function writeOutcomes(q: Q, now: number, outcomes: Settled[]): Promise<{ recorded: RecordedEvent[]; bounced: Settled[] }> {
+  const delivered =
+    // An open or click recorded while the row was SENDING (a scanner faster than our commit) keeps its status.
+    `UPDATE emails SET status = CASE WHEN clicked_at IS NOT NULL THEN 'CLICKED' WHEN opened_at IS NOT NULL THEN 'OPENED' ELSE ? END,
+       attempts = attempts + 1, sent_at = COALESCE(sent_at, ?),
+       delivered_at = CASE WHEN ? = 'DELIVERED' THEN ? ELSE delivered_at END,
+       last_reply = ?, mx_host = ?, lease_until = NULL, next_attempt_at = NULL, updated_at = ?
+     WHERE id = ? AND status = 'SENDING'`;
+  const deferredQ =
+    `UPDATE emails SET status = 'DEFERRED', attempts = attempts + 1, sent_at = COALESCE(sent_at, ?),
+       last_reply = ?, mx_host = COALESCE(?, mx_host), lease_until = NULL, next_attempt_at = ?, updated_at = ?
+     WHERE id = ? AND status = 'SENDING'`;
+  const failedQ =
+    `UPDATE emails SET status = 'FAILED', attempts = attempts + 1, sent_at = COALESCE(sent_at, ?), failed_at = ?,
+       last_reply = ?, mx_host = COALESCE(?, mx_host), lease_until = NULL, next_attempt_at = NULL, updated_at = ?
+     WHERE id = ? AND status = 'SENDING'`;
+  const bouncedQ =
+    `UPDATE emails SET status = 'BOUNCED', attempts = attempts + 1, sent_at = COALESCE(sent_at, ?), bounced_at = ?,
+       last_reply = ?, mx_host = COALESCE(?, mx_host), lease_until = NULL, next_attempt_at = NULL, updated_at = ?
+     WHERE id = ? AND status = 'SENDING'`;
+  const suppressedQ =
+    `UPDATE emails SET status = 'SUPPRESSED', last_reply = ?, lease_until = NULL, next_attempt_at = NULL, updated_at = ?
+     WHERE id = ? AND status = 'SENDING'`;
+  const cancelledQ =
+    `UPDATE emails SET status = 'CANCELLED', last_reply = ?, lease_until = NULL, next_attempt_at = NULL, updated_at = ?
+     WHERE id = ? AND status = 'SENDING'`;
+  const recorded: RecordedEvent[] = [];
+  const bounced: Settled[] = [];
+    for (const o of outcomes) {
+      const s = o.state;
+      switch (s.status) {
+        case "DELIVERED":
+        case "SENT":
+          await q.run(delivered, [s.status, now, s.status, now, s.reply, s.host, now, s.id]);
+          break;
+        case "DEFERRED":
+          await q.run(deferredQ, [now, s.reply, s.host, s.nextAttemptAt ?? now, now, s.id]);
+          break;
+        case "FAILED":
+          await q.run(failedQ, [now, now, s.reply, s.host, now, s.id]);
+          break;
+        case "BOUNCED":
+          if (await q.run(bouncedQ, [now, now, s.reply, s.host, now, s.id])) bounced.push(o);
+          continue; // its events are recorded with its audience side
+        case "SUPPRESSED":
+          await q.run(suppressedQ, [s.reply, now, s.id]);
+          break;
+        case "CANCELLED":
+          await q.run(cancelledQ, [s.reply, now, s.id]);
+          break;
+      }
+      for (const e of s.events) {
+        const eventId = await insertEventRaw(q, now, e);
+        recorded.push({ projectId: e.projectId, contactId: e.contactId, eventId, name: e.name, data: e.data });
+      }
+    }
+  return { recorded, bounced };
+}
+
+/** Emails per status, for the /metrics gauges (read while the scrape is answered). */
+export async function emailStatusCounts(store: Store): Promise<Record<string, number>> {
+  if (store.engine === "sqlite") {
+    const rows = store.sqlite.query<{ status: string; n: number }, []>("SELECT status, count(*) AS n FROM emails GROUP BY status").all();
+    return Object.fromEntries(rows.map((r) => [r.status, r.n]));
+  }
+  const rows = await store.db.selectFrom("emails").select((eb) => ["status", eb.fn.countAll<number>().as("n")]).groupBy("status").execute();
+  return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
+}
