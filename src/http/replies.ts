@@ -17,6 +17,13 @@ export async function created<T>(set: { status?: unknown }, value: T | Promise<T
   return v;
 }
 
+/** 202 Accepted with `{ jobId }` (work queued: imports, bulk jobs). */
+export async function accepted(set: { status?: unknown }, jobId: Promise<string>): Promise<{ jobId: string }> {
+  const id = await jobId;
+  set.status = 202;
+  return { jobId: id };
+}
+
 /** A query object of optional string parameters (`limit`, `cursor`, filters…). */
 export function optionalStrings<K extends string>(...keys: K[]) {
   return t.Object(Object.fromEntries(keys.map((k) => [k, t.Optional(t.String())])) as { [P in K]: TOptional<TString> });

@@ -53,6 +53,22 @@ export interface JobsOptions {
  * max_attempts, then `failed`. On start, jobs left `active` by a dead process go back to `waiting`
  * (one process owns the queue) and resume from their checkpoint.
  */
+
+/** A new waiting job row. */
+function waitingRow(type: string, payload: unknown, opts: { projectId?: string | null; runAt?: number; maxAttempts?: number }, now: number, dedupeKey: string | null) {
+  return {
+    id: Bun.randomUUIDv7(),
+    type,
+    project_id: opts.projectId ?? null,
+    state: "waiting" as const,
+    payload: JSON.stringify(payload ?? {}),
+    run_at: opts.runAt ?? now,
+    max_attempts: opts.maxAttempts ?? 5,
+    dedupe_key: dedupeKey,
+    created_at: now,
+    updated_at: now,
+  };
+}
 export class JobQueue {
   private handlers = new Map<string, JobHandler>();
   private running = 0;
@@ -89,23 +105,13 @@ export class JobQueue {
       const found = await existing();
       if (found) return found.id;
     }
-    const id = Bun.randomUUIDv7();
+    const row = waitingRow(type, payload, opts, now, opts.dedupeKey ?? null);
+    const id = row.id;
     // A deduplicated job is one waiting row per key (the partial unique index jobs_dedupe): when another
     // instance inserted it meanwhile, its row is the answer (a periodic task runs once per due time).
     const inserted = await db
       .insertInto("jobs")
-      .values({
-        id,
-        type,
-        project_id: opts.projectId ?? null,
-        state: "waiting",
-        payload: JSON.stringify(payload ?? {}),
-        run_at: opts.runAt ?? now,
-        max_attempts: opts.maxAttempts ?? 5,
-        dedupe_key: opts.dedupeKey ?? null,
-        created_at: now,
-        updated_at: now,
-      })
+      .values(row)
       // The conflict target names the partial index by its predicate, literally (SQLite matches it as written).
       .onConflict((oc) => oc.column("dedupe_key").where("dedupe_key", "is not", null).where("state", "=", sql.lit("waiting")).doNothing())
       .executeTakeFirst();
@@ -129,18 +135,7 @@ export class JobQueue {
   /** The waiting rows of enqueueMany (no dedupe key). */
   private newRows(type: string, payloads: unknown[], opts: Omit<EnqueueOptions, "dedupeKey" | "trx">) {
     const now = this.clock.now();
-    return payloads.map((payload) => ({
-      id: Bun.randomUUIDv7(),
-      type,
-      project_id: opts.projectId ?? null,
-      state: "waiting",
-      payload: JSON.stringify(payload ?? {}),
-      run_at: opts.runAt ?? now,
-      max_attempts: opts.maxAttempts ?? 5,
-      dedupe_key: null,
-      created_at: now,
-      updated_at: now,
-    }));
+    return payloads.map((payload) => waitingRow(type, payload, opts, now, null));
   }
 
   async get(id: string) {

@@ -22,15 +22,19 @@ export interface ContactFieldStatsTable {
   n: number;
 }
 
-export interface CampaignRollupTable {
-  project_id: string;
-  campaign_id: string;
+/** How many of a campaign's emails reached each engagement step (rollups, counters, reports). */
+export interface EngagementCounts {
   sent: number;
   delivered: number;
   opened: number;
   clicked: number;
   bounced: number;
   complained: number;
+}
+
+export interface CampaignRollupTable extends EngagementCounts {
+  project_id: string;
+  campaign_id: string;
 }
 
 export interface AnalyticsTables {

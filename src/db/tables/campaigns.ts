@@ -1,18 +1,10 @@
 import type { Generated } from "kysely";
+import type { MessageColumns } from "./senders";
 
 export type CampaignStatus = "DRAFT" | "SCHEDULED" | "SENDING" | "SENT" | "CANCELLED";
 export type AudienceType = "ALL" | "SEGMENT" | "FILTERED";
 
-export interface CampaignsTable {
-  id: string;
-  project_id: string;
-  name: string;
-  description: string | null;
-  subject: string;
-  body: string;
-  from_email: string;
-  from_name: string | null;
-  reply_to: string | null;
+export interface CampaignsTable extends MessageColumns {
   type: string;
   status: CampaignStatus;
   audience_type: AudienceType;

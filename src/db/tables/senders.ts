@@ -30,7 +30,8 @@ export interface DomainsTable {
   updated_at: number;
 }
 
-export interface TemplatesTable {
+/** What a template and a campaign both hold: a named message from a sender. */
+export interface MessageColumns {
   id: string;
   project_id: string;
   name: string;
@@ -40,6 +41,9 @@ export interface TemplatesTable {
   from_email: string;
   from_name: string | null;
   reply_to: string | null;
+}
+
+export interface TemplatesTable extends MessageColumns {
   type: Generated<TemplateType>;
   /** The open pixel: NULL = the project's tracking mode, 0 = never, 1 = unless tracking is DISABLED (024). */
   track_opens: Generated<number | null>;

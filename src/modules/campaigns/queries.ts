@@ -1,3 +1,4 @@
+import type { EngagementCounts } from "../../db/tables/analytics";
 import { insertEmailRaw } from "../../mail/outbox/enqueue";
 // Data access of campaigns (Kysely; Postgres-compatible SQL). The fan-out's batch writes live
 // here too: one transaction per batch writes the email rows and moves the keyset checkpoint.
@@ -68,13 +69,7 @@ export async function listCampaignRows(db: Db, projectId: string, f: ListFilter)
   return { rows, total: Number(count.n) };
 }
 
-export interface Counters {
-  sent: number;
-  delivered: number;
-  opened: number;
-  clicked: number;
-  bounced: number;
-  complained: number;
+export interface Counters extends EngagementCounts {
   unsubscribed: number;
 }
 

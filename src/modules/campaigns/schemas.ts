@@ -1,6 +1,6 @@
 import { optionalStrings } from "../../http/replies";
 import { t } from "elysia";
-import { messageFields } from "../templates/schemas";
+import { createMessageFields, messageFields, updateMessageFields } from "../templates/schemas";
 
 const Audience = t.Union([t.Literal("ALL"), t.Literal("SEGMENT"), t.Literal("FILTERED")]);
 
@@ -16,37 +16,21 @@ const fields = {
 };
 
 export const CreateCampaign = t.Object({
-  name: fields.name,
-  description: t.Optional(fields.description),
-  subject: fields.subject,
-  body: fields.body,
-  from: fields.from,
-  fromName: t.Optional(fields.fromName),
-  replyTo: t.Optional(fields.replyTo),
-  type: t.Optional(fields.type),
+  ...createMessageFields,
   audienceType: fields.audienceType,
   segmentId: t.Optional(fields.segmentId),
   audienceCondition: t.Optional(fields.audienceCondition),
   templateId: t.Optional(fields.templateId),
   scheduledFor: t.Optional(fields.scheduledFor),
-  trackOpens: t.Optional(fields.trackOpens),
 });
 
 export const UpdateCampaign = t.Object({
-  name: t.Optional(fields.name),
-  description: t.Optional(fields.description),
-  subject: t.Optional(fields.subject),
-  body: t.Optional(fields.body),
-  from: t.Optional(fields.from),
-  fromName: t.Optional(fields.fromName),
-  replyTo: t.Optional(fields.replyTo),
-  type: t.Optional(fields.type),
+  ...updateMessageFields,
   audienceType: t.Optional(fields.audienceType),
   segmentId: t.Optional(fields.segmentId),
   audienceCondition: t.Optional(fields.audienceCondition),
   templateId: t.Optional(fields.templateId),
   scheduledFor: t.Optional(fields.scheduledFor),
-  trackOpens: t.Optional(fields.trackOpens),
 });
 
 export const SendBody = t.Optional(t.Nullable(t.Object({ scheduledFor: t.Optional(t.Any()) })));

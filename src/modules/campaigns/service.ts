@@ -33,6 +33,20 @@ export type CampaignPatch = Partial<CampaignInput>;
 
 const pct = (n: number, of: number) => (of > 0 ? Math.round((n / of) * 10000) / 100 : 0);
 
+
+/** A campaign's recipients and counters as the API names them (the campaign object and its stats). */
+function countFields(c: { total_recipients: number }, k: q.Counters) {
+  return {
+    totalRecipients: c.total_recipients,
+    sentCount: k.sent,
+    deliveredCount: k.delivered,
+    openedCount: k.opened,
+    clickedCount: k.clicked,
+    bouncedCount: k.bounced,
+    complainedCount: k.complained,
+    unsubscribedCount: k.unsubscribed,
+  };
+}
 export function viewCampaign(c: CampaignRow, k: Counters = q.ZERO) {
   return {
     id: c.id,
@@ -51,14 +65,7 @@ export function viewCampaign(c: CampaignRow, k: Counters = q.ZERO) {
     templateId: c.template_id,
     trackOpens: trackOpensOf(c.track_opens),
     scheduledFor: iso(c.scheduled_for),
-    totalRecipients: c.total_recipients,
-    sentCount: k.sent,
-    deliveredCount: k.delivered,
-    openedCount: k.opened,
-    clickedCount: k.clicked,
-    bouncedCount: k.bounced,
-    complainedCount: k.complained,
-    unsubscribedCount: k.unsubscribed,
+    ...countFields(c, k),
     projectId: c.project_id,
     sentAt: iso(c.sent_at),
     createdAt: iso(c.created_at),
@@ -353,14 +360,7 @@ export async function campaignStats(ctx: AppContext, projectId: string, id: stri
   const c = await getCampaign(ctx, projectId, id);
   const k = (await q.countersOf(ctx.db, [c])).get(c.id) ?? q.ZERO;
   return {
-    totalRecipients: c.total_recipients,
-    sentCount: k.sent,
-    deliveredCount: k.delivered,
-    openedCount: k.opened,
-    clickedCount: k.clicked,
-    bouncedCount: k.bounced,
-    complainedCount: k.complained,
-    unsubscribedCount: k.unsubscribed,
+    ...countFields(c, k),
     deliveryRate: pct(k.delivered, k.sent),
     openRate: pct(k.opened, k.sent),
     clickRate: pct(k.clicked, k.sent),

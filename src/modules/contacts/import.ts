@@ -68,10 +68,17 @@ export function checkUpload(content: string): void {
 }
 
 /** Stores the file and queues its job in one transaction. Returns the job id. */
-export async function startImport(ctx: AppContext, projectId: string, file: { name: string | null; content: string; size: number }) {
+export async function startImport(ctx: AppContext, projectId: string, file: UploadedCsv) {
   checkUpload(file.content);
+  return queueCsvJob(ctx, projectId, JOB_TYPES.import, file);
+}
+
+export type UploadedCsv = { name: string | null; content: string; size: number };
+
+/** Stores an uploaded CSV (contact_imports) and queues the job of `jobType` that reads it, in one transaction. */
+export async function queueCsvJob(ctx: AppContext, projectId: string, jobType: string, file: UploadedCsv): Promise<string> {
   const jobId = await ctx.db.transaction().execute(async (trx) => {
-    const id = await ctx.jobs.enqueue(JOB_TYPES.import, { filename: file.name }, { projectId, trx, maxAttempts: 10 });
+    const id = await ctx.jobs.enqueue(jobType, { filename: file.name }, { projectId, trx, maxAttempts: 10 });
     await trx
       .insertInto("contact_imports")
       .values({ job_id: id, project_id: projectId, filename: file.name, size: file.size, content: file.content, created_at: ctx.clock.now() })

@@ -1,4 +1,4 @@
-import { optionalStrings } from "../../http/replies";
+import { accepted, optionalStrings } from "../../http/replies";
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../../context";
 import { authPlugin } from "../../http/auth";
@@ -111,16 +111,7 @@ export function contactRoutes(ctx: AppContext) {
       auth: "secret",
       params: FieldParams,
     })
-    .post(
-      "/contacts/import",
-      async ({ auth, body, set }) => {
-        const file = await readCsvUpload(body);
-        const jobId = await startImport(ctx, auth.projectId, file);
-        set.status = 202;
-        return { jobId };
-      },
-      { auth: "secret" },
-    )
+    .post("/contacts/import", async ({ auth, body, set }) => accepted(set, startImport(ctx, auth.projectId, await readCsvUpload(body))), { auth: "secret" })
     .get(
       "/contacts/import/:jobId",
       ({ auth, params }) =>

@@ -16,6 +16,8 @@ export function domainRoutes(ctx: AppContext) {
     await assertProjectAccess(ctx, auth, row.project_id, "Domain", headers);
     return row;
   };
+  /** The domain a `/domains/:id…` route names, once the caller may see it. */
+  const domainOf = (c: { auth: Parameters<typeof assertProjectAccess>[1]; params: { id: string }; set: { headers: Record<string, unknown> } }) => load(c.auth, c.params.id, c.set.headers);
 
   return new Elysia()
     .use(authPlugin(ctx))
@@ -48,30 +50,19 @@ export function domainRoutes(ctx: AppContext) {
       },
       { auth: "optionalProject", params: t.Object({ projectId: t.String() }) },
     )
-    .get("/domains/:id", async ({ auth, params, set }) => svc.viewDomain(await load(auth, params.id, set.headers), ctx), { auth: "optionalProject", params: IdParams })
-    .get(
-      "/domains/:id/verify",
-      async ({ auth, params, set }) => svc.viewDomain(await svc.verifyDomain(ctx, await load(auth, params.id, set.headers)), ctx),
-      { auth: "optionalProject", params: IdParams },
-    )
+    .get("/domains/:id", async (c) => svc.viewDomain(await domainOf(c), ctx), { auth: "optionalProject", params: IdParams })
+    .get("/domains/:id/verify", async (c) => svc.viewDomain(await svc.verifyDomain(ctx, await domainOf(c)), ctx), { auth: "optionalProject", params: IdParams })
     .patch(
       "/domains/:id",
-      async ({ auth, params, body, set }) => {
-        let row = await load(auth, params.id, set.headers);
+      async (c) => {
+        const { body } = c;
+        let row = await domainOf(c);
         if (body.ed25519 !== undefined) row = await svc.setEd25519(ctx, row, body.ed25519);
         return svc.viewDomain(row, ctx);
       },
       { auth: "optionalProject", params: IdParams, body: t.Object({ ed25519: t.Optional(t.Boolean()) }) },
     )
-    .get("/domains/:id/dmarc", async ({ auth, params, set }) => dmarcSummary(ctx, await load(auth, params.id, set.headers)), { auth: "optionalProject", params: IdParams })
-    .post(
-      "/domains/:id/rotate-dkim",
-      async ({ auth, params, set }) => svc.viewDomain(await svc.rotateDkim(ctx, await load(auth, params.id, set.headers)), ctx),
-      { auth: "optionalProject", params: IdParams },
-    )
-    .delete(
-      "/domains/:id",
-      async ({ auth, params, set }) => succeeded(svc.deleteDomain(ctx, await load(auth, params.id, set.headers))),
-      { auth: "optionalProject", params: IdParams },
-    );
+    .get("/domains/:id/dmarc", async (c) => dmarcSummary(ctx, await domainOf(c)), { auth: "optionalProject", params: IdParams })
+    .post("/domains/:id/rotate-dkim", async (c) => svc.viewDomain(await svc.rotateDkim(ctx, await domainOf(c)), ctx), { auth: "optionalProject", params: IdParams })
+    .delete("/domains/:id", async (c) => succeeded(svc.deleteDomain(ctx, await domainOf(c))), { auth: "optionalProject", params: IdParams });
 }

@@ -241,25 +241,27 @@ async function promoteNextKey(ctx: AppContext, row: DomainRow, checked: DnsRecor
  * background check), then the new one takes over and the old is retired. Calling it again during a
  * rotation replaces the pending key.
  */
-export async function rotateDkim(ctx: AppContext, row: DomainRow): Promise<DomainRow> {
-  const keys = await generateDkimKeyPair();
-  const next = { ...row, dkim_next_selector: newSelector(), dkim_next_private_key: keys.privateKeyPem, dkim_next_public_key: keys.publicKeyB64 };
+
+/**
+ * Writes new key columns of a domain and its records as those keys ask for them (a record already
+ * listed keeps its last check).
+ */
+async function writeKeys(ctx: AppContext, row: DomainRow, keys: Partial<Pick<DomainRow, "dkim_next_selector" | "dkim_next_private_key" | "dkim_next_public_key" | "dkim_ed25519_selector" | "dkim_ed25519_private_key" | "dkim_ed25519_public_key">>): Promise<DomainRow> {
   const previous = parseRecords(row.records);
-  const records = expectedRecords(next, ctx.config.hostname).map((rec) => previous.find((p) => p.purpose === rec.purpose && p.name === rec.name) ?? rec);
+  const records = expectedRecords({ ...row, ...keys }, ctx.config.hostname).map((rec) => previous.find((p) => p.purpose === rec.purpose && p.name === rec.name) ?? rec);
   const updated = await ctx.db
     .updateTable("domains")
-    .set({
-      dkim_next_selector: next.dkim_next_selector,
-      dkim_next_private_key: next.dkim_next_private_key,
-      dkim_next_public_key: next.dkim_next_public_key,
-      records: JSON.stringify(records),
-      updated_at: ctx.clock.now(),
-    })
+    .set({ ...keys, records: JSON.stringify(records), updated_at: ctx.clock.now() })
     .where("id", "=", row.id)
     .returningAll()
     .executeTakeFirst();
   if (!updated) throw notFound("Domain");
   return updated;
+}
+export async function rotateDkim(ctx: AppContext, row: DomainRow): Promise<DomainRow> {
+  const keys = await generateDkimKeyPair();
+  const next = { ...row, dkim_next_selector: newSelector(), dkim_next_private_key: keys.privateKeyPem, dkim_next_public_key: keys.publicKeyB64 };
+  return writeKeys(ctx, row, { dkim_next_selector: next.dkim_next_selector, dkim_next_private_key: next.dkim_next_private_key, dkim_next_public_key: next.dkim_next_public_key });
 }
 
 /** PATCH /domains/:id { ed25519 }: turns the second (Ed25519) signature on (new key) or off. */
@@ -272,21 +274,7 @@ export async function setEd25519(ctx: AppContext, row: DomainRow, on: boolean): 
     dkim_ed25519_private_key: keys?.privateKeyPem ?? null,
     dkim_ed25519_public_key: keys?.publicKeyB64 ?? null,
   };
-  const previous = parseRecords(row.records);
-  const records = expectedRecords(next, ctx.config.hostname).map((rec) => previous.find((p) => p.purpose === rec.purpose && p.name === rec.name) ?? rec);
-  const updated = await ctx.db
-    .updateTable("domains")
-    .set({
-      dkim_ed25519_selector: next.dkim_ed25519_selector,
-      dkim_ed25519_private_key: next.dkim_ed25519_private_key,
-      dkim_ed25519_public_key: next.dkim_ed25519_public_key,
-      records: JSON.stringify(records),
-      updated_at: ctx.clock.now(),
-    })
-    .where("id", "=", row.id)
-    .returningAll()
-    .executeTakeFirst();
-  if (!updated) throw notFound("Domain");
+  const updated = await writeKeys(ctx, row, { dkim_ed25519_selector: next.dkim_ed25519_selector, dkim_ed25519_private_key: next.dkim_ed25519_private_key, dkim_ed25519_public_key: next.dkim_ed25519_public_key });
   invalidateDomainCaches(ctx, row.project_id, row.domain);
   return updated;
 }

@@ -1,3 +1,4 @@
+import type { EngagementCounts } from "../../db/tables/analytics";
 import { markEngaged } from "../../mail/outbox/store";
 import { REACHED } from "../../mail/outbox/next-state";
 import { dialect } from "../../db/dialect";
@@ -80,14 +81,8 @@ export async function recordClick(ctx: AppContext, emailId: string, url: string)
   await notifyEvents(ctx, pending);
 }
 
-export interface CampaignEngagement {
+export interface CampaignEngagement extends EngagementCounts {
   total: number;
-  sent: number;
-  delivered: number;
-  opened: number;
-  clicked: number;
-  bounced: number;
-  complained: number;
 }
 
 /**

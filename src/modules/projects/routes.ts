@@ -10,6 +10,11 @@ const Name = t.String({ minLength: 1, maxLength: 100 });
 const IdParams = t.Object({ id: t.String() });
 
 /** Role of the caller on `projectId`: a session member's role, or ADMIN for the project's own secret key. */
+/** Runs `fn` with the caller's role once callerRole has let them in. */
+async function asCaller<T>(ctx: AppContext, auth: AuthInfo, projectId: string, headers: Record<string, unknown>, fn: (role: string) => T | Promise<T>): Promise<T> {
+  return fn(await callerRole(ctx, auth, projectId, headers));
+}
+
 async function callerRole(ctx: AppContext, auth: AuthInfo, projectId: string, headers: Record<string, unknown>): Promise<string> {
   if (auth.via !== "session") {
     if (auth.projectId !== projectId) throw notFound("Project");
@@ -100,26 +105,17 @@ export function projectRoutes(ctx: AppContext) {
     )
     .get(
       "/projects/:id/security",
-      async ({ auth, params, set }) => {
-        await callerRole(ctx, auth, params.id, set.headers);
-        return security(ctx, params.id);
-      },
+      ({ auth, params, set }) => asCaller(ctx, auth, params.id, set.headers, () => security(ctx, params.id)),
       { auth: "optionalProject", params: IdParams },
     )
     .get(
       "/projects/:id/setup-state",
-      async ({ auth, params, set }) => {
-        await callerRole(ctx, auth, params.id, set.headers);
-        return svc.setupState(ctx, params.id);
-      },
+      ({ auth, params, set }) => asCaller(ctx, auth, params.id, set.headers, () => svc.setupState(ctx, params.id)),
       { auth: "optionalProject", params: IdParams },
     )
     .get(
       "/projects/:id/members",
-      async ({ auth, params, set }) => {
-        await callerRole(ctx, auth, params.id, set.headers);
-        return svc.listMembers(ctx, params.id);
-      },
+      ({ auth, params, set }) => asCaller(ctx, auth, params.id, set.headers, () => svc.listMembers(ctx, params.id)),
       { auth: "optionalProject", params: IdParams },
     )
     .post(

@@ -5,6 +5,7 @@
  * commits 500 rows per transaction with its checkpoint (rows done and counts), so a restart resumes
  * after the last committed chunk; a replayed row finds its address present (no second row, no second webhook).
  */
+import { queueCsvJob } from "../contacts/import";
 import { parse } from "csv-parse/sync";
 import type { AppContext } from "../../context";
 import { validationError } from "../../http/errors";
@@ -55,16 +56,7 @@ export async function startSuppressionImport(ctx: AppContext, projectId: string,
   } catch (e) {
     throw validationError([{ field: "file", message: `The file is not valid CSV: ${(e as Error).message}`, code: "invalid_csv" }]);
   }
-  const jobId = await ctx.db.transaction().execute(async (trx) => {
-    const id = await ctx.jobs.enqueue(SUPPRESSION_IMPORT_JOB, { filename: file.name }, { projectId, trx, maxAttempts: 10 });
-    await trx
-      .insertInto("contact_imports")
-      .values({ job_id: id, project_id: projectId, filename: file.name, size: file.size, content: file.content, created_at: ctx.clock.now() })
-      .execute();
-    return id;
-  });
-  ctx.jobs.wake();
-  return jobId;
+  return queueCsvJob(ctx, projectId, SUPPRESSION_IMPORT_JOB, file);
 }
 
 export async function runSuppressionImport(ctx: AppContext, job: JobRunContext<{ filename?: string }, Checkpoint>): Promise<JobResult> {

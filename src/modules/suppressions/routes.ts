@@ -1,4 +1,4 @@
-import { created } from "../../http/replies";
+import { accepted, created } from "../../http/replies";
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../../context";
 import { authPlugin } from "../../http/auth";
@@ -54,12 +54,7 @@ export function suppressionRoutes(ctx: AppContext) {
     )
     .post(
       "/suppressions/import",
-      async ({ auth, body, set }) => {
-        const file = await readCsvUpload(body);
-        const jobId = await startSuppressionImport(ctx, auth.projectId, file);
-        set.status = 202;
-        return { jobId };
-      },
+      async ({ auth, body, set }) => accepted(set, startSuppressionImport(ctx, auth.projectId, await readCsvUpload(body))),
       { auth: "secret" },
     )
     .get(

@@ -19,29 +19,25 @@ export const messageFields = {
   trackOpens: t.Nullable(t.Boolean()),
 };
 
-export const CreateTemplate = t.Object({
+/** The message fields of a create body: name, subject, body and from required (campaigns add their audience). */
+export const createMessageFields = {
   name: messageFields.name,
   description: t.Optional(messageFields.description),
   subject: messageFields.subject,
   body: messageFields.body,
-  // Required, but a missing `from` is the spec's bare 400 (checked before validation in routes.ts).
+  // Required, but a missing `from` is the spec's bare 400 for templates (checked before validation in routes.ts).
   from: messageFields.from,
   fromName: t.Optional(messageFields.fromName),
   replyTo: t.Optional(messageFields.replyTo),
   type: t.Optional(messageFields.type),
   trackOpens: t.Optional(messageFields.trackOpens),
-});
+};
 
-export const UpdateTemplate = t.Object({
-  name: t.Optional(messageFields.name),
-  description: t.Optional(messageFields.description),
-  subject: t.Optional(messageFields.subject),
-  body: t.Optional(messageFields.body),
-  from: t.Optional(messageFields.from),
-  fromName: t.Optional(messageFields.fromName),
-  replyTo: t.Optional(messageFields.replyTo),
-  type: t.Optional(messageFields.type),
-  trackOpens: t.Optional(messageFields.trackOpens),
-});
+/** Every message field optional (PUT/PATCH bodies). */
+export const updateMessageFields = t.Partial(t.Object(messageFields)).properties;
+
+export const CreateTemplate = t.Object(createMessageFields);
+
+export const UpdateTemplate = t.Object(updateMessageFields);
 
 export const ListQuery = optionalStrings("page", "pageSize", "type", "search", "sort", "dir");

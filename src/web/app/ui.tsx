@@ -349,6 +349,12 @@ export function Pager({ label = "Pages", info, hasPrev, hasNext, onPrev, onNext 
   );
 }
 
+/** The pager of a numbered list (`page` of `totalPages`); nothing when everything fits on one page. */
+export function OffsetPager({ page, totalPages, onPage }: { page: number; totalPages: number | undefined; onPage: (p: number) => void }) {
+  if (!totalPages || totalPages <= 1) return null;
+  return <Pager info={`Page ${page} of ${totalPages}`} hasPrev={page > 1} hasNext={page < totalPages} onPrev={() => onPage(page - 1)} onNext={() => onPage(page + 1)} />;
+}
+
 /** Cursor paging state: the cursor of the shown page, the page number, and moves for a Pager. */
 export function useCursorPages() {
   const [cursors, setCursors] = useState<(string | null)[]>([null]);

@@ -4,36 +4,19 @@ import { api, fmtDate, listOf, unwrap, type OffsetPage } from "../api";
 import { BarChart } from "../components/charts";
 import { ConditionBuilder, emptyTree, useLiveCount, type Tree } from "../components/conditions";
 import { OpenTrackingField } from "../components/open-tracking";
-import { Badge, Empty, ErrorBanner, Loading, Modal, Notice, Page, Progress, Select, TextInput, useAction, useAsync, usePoll, Table, Pager, DeleteButton } from "../ui";
+import { Badge, Empty, ErrorBanner, Loading, Modal, Notice, Page, Progress, Select, TextInput, useAction, useAsync, usePoll, Table, DeleteButton, OffsetPager } from "../ui";
 import type { Segment } from "./segments";
 import { Preview, type Template } from "./templates";
 
-export interface Campaign {
-  id: string;
-  name: string;
-  description: string | null;
-  subject: string;
-  body: string;
-  from: string;
-  fromName: string | null;
-  replyTo: string | null;
-  type: "TRANSACTIONAL" | "MARKETING" | "HEADLESS";
+/** A campaign is a message (what a template holds) with an audience, a state and its counters. */
+export interface Campaign extends Counts, Template {
   status: "DRAFT" | "SCHEDULED" | "SENDING" | "SENT" | "CANCELLED";
   audienceType: "ALL" | "SEGMENT" | "FILTERED";
   segmentId: string | null;
   audienceCondition: Tree | null;
   templateId?: string | null;
-  /** The open pixel: null = the project's tracking mode. */
-  trackOpens: boolean | null;
   scheduledFor: string | null;
-  totalRecipients: number;
-  sentCount: number;
-  deliveredCount: number;
-  openedCount: number;
-  clickedCount: number;
-  bouncedCount: number;
   sentAt: string | null;
-  createdAt: string;
   updatedAt: string;
 }
 
@@ -70,9 +53,7 @@ export function CampaignsPage() {
             ))}
           </Table>
       )}
-      {list.data && list.data.totalPages > 1 && (
-        <Pager info={`Page ${page} of ${list.data.totalPages}`} hasPrev={page > 1} hasNext={page < list.data.totalPages} onPrev={() => setPage(page - 1)} onNext={() => setPage(page + 1)} />
-      )}
+      <OffsetPager page={page} totalPages={list.data?.totalPages} onPage={setPage} />
     </Page>
   );
 }
@@ -278,13 +259,17 @@ function Duplicate({ id }: { id: string }) {
   );
 }
 
-interface Stats {
+/** A campaign's recipients and counters (the campaign object and its stats). */
+interface Counts {
   totalRecipients: number;
   sentCount: number;
   deliveredCount: number;
   openedCount: number;
   clickedCount: number;
   bouncedCount: number;
+}
+
+interface Stats extends Counts {
   complainedCount?: number;
   unsubscribedCount?: number;
   deliveryRate?: number;

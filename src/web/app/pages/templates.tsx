@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from "react";
 import { Link, useLocation } from "wouter";
 import { api, fmtDate, type OffsetPage } from "../api";
-import { Badge, Empty, ErrorBanner, Loading, Notice, Page, Select, TextInput, toApiError, useAction, useAsync, Table, Pager, DeleteButton } from "../ui";
+import { Badge, Empty, ErrorBanner, Loading, Notice, Page, Select, TextInput, toApiError, useAction, useAsync, Table, DeleteButton, OffsetPager } from "../ui";
 import type { ApiError } from "../api";
 import { OpenTrackingField } from "../components/open-tracking";
 
@@ -51,9 +51,7 @@ export function TemplatesPage() {
             ))}
           </Table>
       )}
-      {list.data && list.data.totalPages > 1 && (
-        <Pager info={`Page ${page} of ${list.data.totalPages}`} hasPrev={page > 1} hasNext={page < list.data.totalPages} onPrev={() => setPage(page - 1)} onNext={() => setPage(page + 1)} />
-      )}
+      <OffsetPager page={page} totalPages={list.data?.totalPages} onPage={setPage} />
     </Page>
   );
 }
