@@ -1,5 +1,6 @@
 // The PostgreSQL twins of migrations/: the same names in the same order (migrations/postgres/), embedded as text.
 // Loaded only when the engine is PostgreSQL.
+import { withNames } from "./migrations";
 import p001 from "../../migrations/postgres/001_foundation.sql" with { type: "text" };
 import p002 from "../../migrations/postgres/002_audience.sql" with { type: "text" };
 import p003 from "../../migrations/postgres/003_senders_templates.sql" with { type: "text" };
@@ -24,27 +25,4 @@ import p023 from "../../migrations/postgres/023_sandbox.sql" with { type: "text"
 import p024 from "../../migrations/postgres/024_track_opens.sql" with { type: "text" };
 
 /** The PostgreSQL history: one twin per SQLite migration, the same name, applied in the same order. */
-export const POSTGRES_MIGRATIONS: { name: string; sql: string }[] = [
-  { name: "001_foundation", sql: p001 },
-  { name: "002_audience", sql: p002 },
-  { name: "003_senders_templates", sql: p003 },
-  { name: "004_delivery", sql: p004 },
-  { name: "005_feedback", sql: p005 },
-  { name: "006_observability", sql: p006 },
-  { name: "007_event_feed", sql: p007 },
-  { name: "008_segments", sql: p008 },
-  { name: "009_campaigns", sql: p009 },
-  { name: "010_workflows", sql: p010 },
-  { name: "011_analytics", sql: p011 },
-  { name: "012_billing_uploads", sql: p012 },
-  { name: "013_webhooks", sql: p013 },
-  { name: "014_deliverability", sql: p014 },
-  { name: "017_field_stats_guard", sql: p017 },
-  { name: "018_executions_by_contact", sql: p018 },
-  { name: "019_executions_unstarted", sql: p019 },
-  { name: "020_segment_members_synced", sql: p020 },
-  { name: "021_session_revocation", sql: p021 },
-  { name: "022_suppressions_double_opt_in", sql: p022 },
-  { name: "023_sandbox", sql: p023 },
-  { name: "024_track_opens", sql: p024 },
-];
+export const POSTGRES_MIGRATIONS = withNames([p001, p002, p003, p004, p005, p006, p007, p008, p009, p010, p011, p012, p013, p014, p017, p018, p019, p020, p021, p022, p023, p024]);

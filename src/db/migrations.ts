@@ -22,28 +22,41 @@ import m022 from "../../migrations/022_suppressions_double_opt_in.sql" with { ty
 import m023 from "../../migrations/023_sandbox.sql" with { type: "text" };
 import m024 from "../../migrations/024_track_opens.sql" with { type: "text" };
 
-export const MIGRATIONS: { name: string; sql: string }[] = [
-  { name: "001_foundation", sql: m001 },
-  { name: "002_audience", sql: m002 },
-  { name: "003_senders_templates", sql: m003 },
-  { name: "004_delivery", sql: m004 },
-  { name: "005_feedback", sql: m005 },
-  { name: "006_observability", sql: m006 },
-  { name: "007_event_feed", sql: m007 },
-  { name: "008_segments", sql: m008 },
-  { name: "009_campaigns", sql: m009 },
-  { name: "010_workflows", sql: m010 },
-  { name: "011_analytics", sql: m011 },
-  { name: "012_billing_uploads", sql: m012 },
-  { name: "013_webhooks", sql: m013 },
-  { name: "014_deliverability", sql: m014 },
-  { name: "017_field_stats_guard", sql: m017 },
-  { name: "018_executions_by_contact", sql: m018 },
-  { name: "019_executions_unstarted", sql: m019 },
-  { name: "020_segment_members_synced", sql: m020 },
-  { name: "021_session_revocation", sql: m021 },
-  { name: "022_suppressions_double_opt_in", sql: m022 },
-  { name: "023_sandbox", sql: m023 },
-  { name: "024_track_opens", sql: m024 },
-];
+/**
+ * Every migration's name, in the order both engines apply them; migrations/ and migrations/postgres/
+ * hold one file of each name (src/db/migrations-postgres.ts lists the PostgreSQL twins).
+ */
+export const MIGRATION_NAMES = [
+  "001_foundation",
+  "002_audience",
+  "003_senders_templates",
+  "004_delivery",
+  "005_feedback",
+  "006_observability",
+  "007_event_feed",
+  "008_segments",
+  "009_campaigns",
+  "010_workflows",
+  "011_analytics",
+  "012_billing_uploads",
+  "013_webhooks",
+  "014_deliverability",
+  "017_field_stats_guard",
+  "018_executions_by_contact",
+  "019_executions_unstarted",
+  "020_segment_members_synced",
+  "021_session_revocation",
+  "022_suppressions_double_opt_in",
+  "023_sandbox",
+  "024_track_opens",
+] as const;
+
+/** The SQLite history, in MIGRATION_NAMES order. */
+export const MIGRATIONS: { name: string; sql: string }[] = withNames([m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013, m014, m017, m018, m019, m020, m021, m022, m023, m024]);
+
+/** Pairs each name of MIGRATION_NAMES with its file's text (the same count, in order). */
+export function withNames(sqls: string[]): { name: string; sql: string }[] {
+  if (sqls.length !== MIGRATION_NAMES.length) throw new Error(`${sqls.length} migration files for ${MIGRATION_NAMES.length} names`);
+  return MIGRATION_NAMES.map((name, i) => ({ name, sql: sqls[i]! }));
+}
 

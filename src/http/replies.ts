@@ -3,6 +3,7 @@
 // their meaning and answers the spec's error).
 import type { TOptional, TString } from "@sinclair/typebox";
 import { t } from "elysia";
+import { BareError } from "./errors";
 
 /** `{ success: true }` once `work` is done (DELETE and other commands with nothing to return). */
 export async function succeeded(work: Promise<unknown>): Promise<{ success: true }> {
@@ -27,4 +28,21 @@ export async function accepted(set: { status?: unknown }, jobId: Promise<string>
 /** A query object of optional string parameters (`limit`, `cursor`, filters…). */
 export function optionalStrings<K extends string>(...keys: K[]) {
   return t.Object(Object.fromEntries(keys.map((k) => [k, t.Optional(t.String())])) as { [P in K]: TOptional<TString> });
+}
+
+/**
+ * A route macro for the spec's bare 400 `{ error }` cases: with `{ [name]: true }` on a route, a JSON
+ * object body for which `problem` names a problem is refused with it, before field validation (a macro
+ * runs after the auth macro's check). Bodies that are not objects are left to validation.
+ */
+export function bareCheck<N extends string>(name: N, problem: (body: Record<string, unknown>) => string | null) {
+  return {
+    [name]: (on: boolean) => ({
+      transform({ body }: { body: unknown }) {
+        if (!on || typeof body !== "object" || body === null || Array.isArray(body)) return;
+        const message = problem(body as Record<string, unknown>);
+        if (message) throw new BareError(400, message);
+      },
+    }),
+  } as Record<N, (on: boolean) => { transform(c: { body: unknown }): void }>;
 }

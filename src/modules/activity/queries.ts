@@ -1,3 +1,4 @@
+import { countRows } from "../../db/count";
 import { dialect } from "../../db/dialect";
 import { sql, type Kysely } from "kysely";
 import type { DB } from "../../db";
@@ -48,8 +49,7 @@ export type ActivityRow = Awaited<ReturnType<typeof listActivity>>[number];
 
 /** Counts a filtered feed that has no rollup (a contact's events): one pass over the (contact_id, id) index. */
 export async function countActivity(db: Kysely<DB>, projectId: string, f: ActivityFilters): Promise<number> {
-  const r = await filtered(db, projectId, f).select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow();
-  return Number(r.n);
+  return countRows(filtered(db, projectId, f));
 }
 
 /** Emails waiting for a (re)try and import/bulk jobs still queued: the upcoming work that exists now. */

@@ -7,6 +7,8 @@ import * as schemas from "./schemas";
 import * as svc from "./service";
 
 const IdParams = t.Object({ id: t.String() });
+/** The options of a route on one id with secret auth (a new object each time: Elysia keeps and changes the options it is given). */
+const secretById = () => ({ auth: "secret" as const, params: IdParams });
 
 export function campaignRoutes(ctx: AppContext) {
   return new Elysia()
@@ -27,13 +29,13 @@ export function campaignRoutes(ctx: AppContext) {
     .put(
       "/campaigns/:id",
       async ({ auth, params, body }) => svc.view(ctx, await svc.updateCampaign(ctx, auth.projectId, params.id, body)),
-      { auth: "secret", params: IdParams, body: schemas.UpdateCampaign },
+      { ...secretById(), body: schemas.UpdateCampaign },
     )
-    .delete("/campaigns/:id", ({ auth, params }) => succeeded(svc.deleteCampaign(ctx, auth.projectId, params.id)), { auth: "secret", params: IdParams })
+    .delete("/campaigns/:id", ({ auth, params }) => succeeded(svc.deleteCampaign(ctx, auth.projectId, params.id)), secretById())
     .post(
       "/campaigns/:id/duplicate",
       async ({ auth, params, set }) => created(set, svc.viewCampaign(await svc.duplicateCampaign(ctx, auth.projectId, params.id))),
-      { auth: "secret", params: IdParams },
+      secretById(),
     )
     .post("/campaigns/:id/send", ({ auth, params, body }) => svc.sendCampaign(ctx, auth.projectId, params.id, body?.scheduledFor), {
       auth: "secret",
@@ -49,5 +51,5 @@ export function campaignRoutes(ctx: AppContext) {
       params: IdParams,
       body: schemas.TestBody,
     })
-    .get("/campaigns/:id/stats", ({ auth, params }) => svc.campaignStats(ctx, auth.projectId, params.id), { auth: "secret", params: IdParams });
+    .get("/campaigns/:id/stats", ({ auth, params }) => svc.campaignStats(ctx, auth.projectId, params.id), secretById());
 }

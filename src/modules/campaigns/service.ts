@@ -15,7 +15,7 @@ import { insertContent, insertEmails } from "../../mail/outbox/enqueue";
 import { suppressedAmong } from "../../mail/outbox/suppressions";
 import { campaignCancelled, wakeOutbox } from "../../mail/outbox/outbox";
 import { assertSenderAllowed } from "../domains/service";
-import { assertTemplateSyntax, DIRS, findTemplate, SORTS, trackOpensColumn, trackOpensOf, type TemplateInput } from "../templates/service";
+import { assertTemplateSyntax, DIRS, findTemplate, newMessageColumns, SORTS, trackOpensColumn, trackOpensOf, type TemplateInput } from "../templates/service";
 import { audienceErrors, audienceHasAnyFor, audienceWhere } from "./recipients";
 import { JOBS } from "./jobs";
 import * as q from "./queries";
@@ -116,22 +116,12 @@ function conditionJson(v: unknown): string | null {
 export async function createCampaign(ctx: AppContext, projectId: string, input: CampaignInput): Promise<CampaignRow> {
   const now = ctx.clock.now();
   const row: CampaignRow = {
-    id: Bun.randomUUIDv7(),
-    project_id: projectId,
-    name: input.name,
-    description: input.description ?? null,
-    subject: input.subject,
-    body: input.body,
-    from_email: input.from.trim().toLowerCase(),
-    from_name: input.fromName ?? null,
-    reply_to: input.replyTo ?? null,
-    type: input.type ?? "MARKETING",
+    ...newMessageColumns(projectId, input, input.from.trim().toLowerCase()),
     status: "DRAFT",
     audience_type: input.audienceType,
     segment_id: input.segmentId ?? null,
     audience_condition: conditionJson(input.audienceCondition),
     template_id: input.templateId ?? null,
-    track_opens: trackOpensColumn(input.trackOpens),
     scheduled_for: parseScheduledFor(input.scheduledFor),
     ...freshSendState(now),
   };

@@ -10,6 +10,8 @@ import { JOB_TYPES, jobStatus } from "./jobs";
 import * as svc from "./service";
 
 const IdParams = t.Object({ id: t.String() });
+/** The options of a route on one id with secret auth (a new object each time: Elysia keeps and changes the options it is given). */
+const secretById = () => ({ auth: "secret" as const, params: IdParams });
 const FieldParams = t.Object({ field: t.String() });
 const JobParams = t.Object({ jobId: t.String() });
 
@@ -133,7 +135,7 @@ export function contactRoutes(ctx: AppContext) {
         ),
       { auth: "secret", params: JobParams },
     )
-    .get("/contacts/:id", ({ auth, params }) => svc.getContact(ctx, auth.projectId, params.id), { auth: "secret", params: IdParams })
+    .get("/contacts/:id", ({ auth, params }) => svc.getContact(ctx, auth.projectId, params.id), secretById())
     .patch(
       "/contacts/:id",
       ({ auth, params, body }) => {
@@ -141,7 +143,7 @@ export function contactRoutes(ctx: AppContext) {
         const data = svc.requireData(body.data);
         return svc.updateContact(ctx, auth.projectId, params.id, { email, subscribed: body.subscribed, data });
       },
-      { auth: "secret", params: IdParams, body: ContactBody },
+      { ...secretById(), body: ContactBody },
     )
     .delete(
       "/contacts/:id",
@@ -150,6 +152,6 @@ export function contactRoutes(ctx: AppContext) {
         set.status = 204;
         return "";
       },
-      { auth: "secret", params: IdParams },
+      secretById(),
     );
 }

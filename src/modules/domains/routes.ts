@@ -8,6 +8,8 @@ import { dmarcSummary } from "./dmarc";
 import * as svc from "./service";
 
 const IdParams = t.Object({ id: t.String() });
+/** The options of a route on one id with optionalProject auth (a new object each time: Elysia keeps and changes the options it is given). */
+const optionalProjectById = () => ({ auth: "optionalProject" as const, params: IdParams });
 
 export function domainRoutes(ctx: AppContext) {
   /** Loads a domain the caller may see (404 otherwise, also for other projects' ids). */
@@ -50,8 +52,8 @@ export function domainRoutes(ctx: AppContext) {
       },
       { auth: "optionalProject", params: t.Object({ projectId: t.String() }) },
     )
-    .get("/domains/:id", async (c) => svc.viewDomain(await domainOf(c), ctx), { auth: "optionalProject", params: IdParams })
-    .get("/domains/:id/verify", async (c) => svc.viewDomain(await svc.verifyDomain(ctx, await domainOf(c)), ctx), { auth: "optionalProject", params: IdParams })
+    .get("/domains/:id", async (c) => svc.viewDomain(await domainOf(c), ctx), optionalProjectById())
+    .get("/domains/:id/verify", async (c) => svc.viewDomain(await svc.verifyDomain(ctx, await domainOf(c)), ctx), optionalProjectById())
     .patch(
       "/domains/:id",
       async (c) => {
@@ -60,9 +62,9 @@ export function domainRoutes(ctx: AppContext) {
         if (body.ed25519 !== undefined) row = await svc.setEd25519(ctx, row, body.ed25519);
         return svc.viewDomain(row, ctx);
       },
-      { auth: "optionalProject", params: IdParams, body: t.Object({ ed25519: t.Optional(t.Boolean()) }) },
+      { ...optionalProjectById(), body: t.Object({ ed25519: t.Optional(t.Boolean()) }) },
     )
-    .get("/domains/:id/dmarc", async (c) => dmarcSummary(ctx, await domainOf(c)), { auth: "optionalProject", params: IdParams })
-    .post("/domains/:id/rotate-dkim", async (c) => svc.viewDomain(await svc.rotateDkim(ctx, await domainOf(c)), ctx), { auth: "optionalProject", params: IdParams })
-    .delete("/domains/:id", async (c) => succeeded(svc.deleteDomain(ctx, await domainOf(c))), { auth: "optionalProject", params: IdParams });
+    .get("/domains/:id/dmarc", async (c) => dmarcSummary(ctx, await domainOf(c)), optionalProjectById())
+    .post("/domains/:id/rotate-dkim", async (c) => svc.viewDomain(await svc.rotateDkim(ctx, await domainOf(c)), ctx), optionalProjectById())
+    .delete("/domains/:id", async (c) => succeeded(svc.deleteDomain(ctx, await domainOf(c))), optionalProjectById());
 }

@@ -1,3 +1,4 @@
+import { countRows } from "../../db/count";
 import type { Kysely } from "kysely";
 import type { DB } from "../../db";
 import type { EmailStatus } from "../../db/tables/delivery";
@@ -57,8 +58,7 @@ export function listEmails(db: Kysely<DB>, projectId: string, f: EmailFilters, a
 }
 
 export async function countEmails(db: Kysely<DB>, projectId: string, f: EmailFilters): Promise<number> {
-  const r = await filtered(db, projectId, f).select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow();
-  return Number(r.n);
+  return countRows(filtered(db, projectId, f));
 }
 
 export function getEmail(db: Kysely<DB>, projectId: string, id: string) {

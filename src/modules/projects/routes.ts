@@ -1,4 +1,4 @@
-import { created } from "../../http/replies";
+import { created, succeeded } from "../../http/replies";
 import { Elysia, t } from "elysia";
 import type { AppContext } from "../../context";
 import { reputation } from "../../mail/deliverability/reputation";
@@ -8,6 +8,10 @@ import * as svc from "./service";
 
 const Name = t.String({ minLength: 1, maxLength: 100 });
 const IdParams = t.Object({ id: t.String() });
+/** The options of a route on one id with optionalProject auth (a new object each time: Elysia keeps and changes the options it is given). */
+const optionalProjectById = () => ({ auth: "optionalProject" as const, params: IdParams });
+/** The options of a route on one id with session auth (a new object each time: Elysia keeps and changes the options it is given). */
+const sessionById = () => ({ auth: "session" as const, params: IdParams });
 
 /** Role of the caller on `projectId`: a session member's role, or ADMIN for the project's own secret key. */
 /** Runs `fn` with the caller's role once callerRole has let them in. */
@@ -79,44 +83,38 @@ export function projectRoutes(ctx: AppContext) {
     )
     .delete(
       "/users/@me/projects/:id",
-      ({ auth, params }) => svc.asMember(ctx, auth.userId!, params.id, { roles: ["OWNER"], action: "delete the project" }, async () => {
-          await svc.deleteProject(ctx, params.id);
-          return { success: true as const };
-        }),
-      { auth: "session", params: IdParams },
+      ({ auth, params }) => svc.asMember(ctx, auth.userId!, params.id, { roles: ["OWNER"], action: "delete the project" }, () => succeeded(svc.deleteProject(ctx, params.id))),
+      sessionById(),
     )
     .post(
       "/users/@me/projects/:id/regenerate-keys",
       ({ auth, params }) => svc.asMember(ctx, auth.userId!, params.id, { roles: ["OWNER", "ADMIN"], action: "rotate the keys" }, async (m) => svc.viewProject(await svc.rotateKeys(ctx, params.id), m.role, ctx.config.sandbox)),
-      { auth: "session", params: IdParams },
+      sessionById(),
     )
     .post(
       "/users/@me/projects/:id/reset",
-      ({ auth, params }) => svc.asMember(ctx, auth.userId!, params.id, { roles: ["OWNER"], action: "reset the project" }, async () => {
-          await svc.resetProject(ctx, params.id);
-          return { success: true as const };
-        }),
-      { auth: "session", params: IdParams },
+      ({ auth, params }) => svc.asMember(ctx, auth.userId!, params.id, { roles: ["OWNER"], action: "reset the project" }, () => succeeded(svc.resetProject(ctx, params.id))),
+      sessionById(),
     )
     .get(
       "/users/@me/projects/:id/security",
       ({ auth, params }) => svc.asMember(ctx, auth.userId!, params.id, null, () => security(ctx, params.id)),
-      { auth: "session", params: IdParams },
+      sessionById(),
     )
     .get(
       "/projects/:id/security",
       ({ auth, params, set }) => asCaller(ctx, auth, params.id, set.headers, () => security(ctx, params.id)),
-      { auth: "optionalProject", params: IdParams },
+      optionalProjectById(),
     )
     .get(
       "/projects/:id/setup-state",
       ({ auth, params, set }) => asCaller(ctx, auth, params.id, set.headers, () => svc.setupState(ctx, params.id)),
-      { auth: "optionalProject", params: IdParams },
+      optionalProjectById(),
     )
     .get(
       "/projects/:id/members",
       ({ auth, params, set }) => asCaller(ctx, auth, params.id, set.headers, () => svc.listMembers(ctx, params.id)),
-      { auth: "optionalProject", params: IdParams },
+      optionalProjectById(),
     )
     .post(
       "/projects/:id/members",

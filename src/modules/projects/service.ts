@@ -70,28 +70,18 @@ export async function suspensionState(ctx: AppContext, projectId: string) {
   return ctx.db.selectFrom("projects").select(["disabled", "disabled_reason"]).where("id", "=", projectId).executeTakeFirstOrThrow();
 }
 
+/** The projects a user is a member of, each with the user's role. */
+const membershipsOf = (ctx: AppContext, userId: string) =>
+  ctx.db.selectFrom("projects as p").innerJoin("project_members as m", "m.project_id", "p.id").selectAll("p").select("m.role").where("m.user_id", "=", userId);
+
 export async function listProjects(ctx: AppContext, userId: string) {
-  const rows = await ctx.db
-    .selectFrom("projects as p")
-    .innerJoin("project_members as m", "m.project_id", "p.id")
-    .selectAll("p")
-    .select("m.role")
-    .where("m.user_id", "=", userId)
-    .orderBy("p.created_at", "desc")
-    .execute();
+  const rows = await membershipsOf(ctx, userId).orderBy("p.created_at", "desc").execute();
   return rows.map((r) => viewProject(r, r.role, ctx.config.sandbox));
 }
 
 /** Loads the project and the caller's role; 404 when the user is not a member (no existence leak). */
 export async function projectForMember(ctx: AppContext, projectId: string, userId: string) {
-  const row = await ctx.db
-    .selectFrom("projects as p")
-    .innerJoin("project_members as m", "m.project_id", "p.id")
-    .selectAll("p")
-    .select("m.role")
-    .where("p.id", "=", projectId)
-    .where("m.user_id", "=", userId)
-    .executeTakeFirst();
+  const row = await membershipsOf(ctx, userId).where("p.id", "=", projectId).executeTakeFirst();
   if (!row) throw notFound("Project");
   return row;
 }

@@ -1,3 +1,4 @@
+import { countRows } from "../../db/count";
 /**
  * The suppression list as users manage it (docs/api.md "Suppressions"): list and filter, add a
  * MANUAL entry, lift one, import a CSV of addresses. Bounces and complaints add theirs through
@@ -50,8 +51,7 @@ export async function list(ctx: AppContext, projectId: string, f: SuppressionFil
   const rows = await q.orderBy("created_at", "desc").orderBy("id", "desc").limit(page.limit + 1).execute();
   let total = 0;
   if (page.isFirstPage) {
-    const r = await filtered(ctx, projectId, reason, email).select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow();
-    total = Number(r.n);
+    total = await countRows(filtered(ctx, projectId, reason, email));
   }
   return cursorPage(rows, page, { total: () => total, sortValue: (r) => r.created_at, id: (r) => r.id, map: viewSuppression });
 }

@@ -86,22 +86,29 @@ export async function getTemplate(ctx: AppContext, projectId: string, id: string
   return row;
 }
 
-export async function createTemplate(ctx: AppContext, projectId: string, input: TemplateInput): Promise<TemplateRow> {
-  assertTemplateSyntax(input);
-  await assertSenderAllowed(ctx, projectId, input.from);
-  const now = ctx.clock.now();
-  const row: TemplateRow = {
+
+/** The columns a new template or campaign starts with from its message fields (`fromEmail` normalized by the caller). */
+export function newMessageColumns(projectId: string, input: { name: string; description?: string | null; subject: string; body: string; fromName?: string | null; replyTo?: string | null; type?: TemplateType; trackOpens?: boolean | null }, fromEmail: string) {
+  return {
     id: Bun.randomUUIDv7(),
     project_id: projectId,
     name: input.name,
     description: input.description ?? null,
     subject: input.subject,
     body: input.body,
-    from_email: input.from.trim(),
+    from_email: fromEmail,
     from_name: input.fromName ?? null,
     reply_to: input.replyTo ?? null,
-    type: input.type ?? "MARKETING",
+    type: input.type ?? ("MARKETING" as const),
     track_opens: trackOpensColumn(input.trackOpens),
+  };
+}
+export async function createTemplate(ctx: AppContext, projectId: string, input: TemplateInput): Promise<TemplateRow> {
+  assertTemplateSyntax(input);
+  await assertSenderAllowed(ctx, projectId, input.from);
+  const now = ctx.clock.now();
+  const row: TemplateRow = {
+    ...newMessageColumns(projectId, input, input.from.trim()),
     created_at: now,
     updated_at: now,
   };

@@ -2,7 +2,7 @@ import { CsvImportButton } from "../components/csv-import";
 import { useState } from "react";
 import { api, fmtDate, type CursorPage } from "../api";
 import { Link } from "wouter";
-import { Badge, Empty, ErrorBanner, Loading, Notice, Page, Pager, Progress, Select, TextInput, useAction, useAsync } from "../ui";
+import { Badge, Empty, ErrorBanner, Loading, Notice, Page, Pager, Progress, Select, TextInput, useAction, useAsync, useCursorPages } from "../ui";
 
 interface Suppression {
   id: string;
@@ -28,8 +28,8 @@ export function SuppressionsPage() {
   const [reason, setReason] = useState("");
   const [search, setSearch] = useState("");
   const [query, setQuery] = useState("");
-  const [cursors, setCursors] = useState<(string | null)[]>([null]);
-  const cursor = cursors[cursors.length - 1];
+  const pages = useCursorPages();
+  const cursor = pages.cursor;
   const list = useAsync(() => api<CursorPage<Suppression>>("/suppressions", { query: { reason, email: query, cursor, limit: 50 } }), [reason, query, cursor]);
   const [email, setEmail] = useState("");
   const [detail, setDetail] = useState("");
@@ -37,7 +37,7 @@ export function SuppressionsPage() {
   const [job, setJob] = useState<any>(null);
   const act = useAction();
   const reload = () => {
-    setCursors([null]);
+    pages.reset();
     list.reload();
   };
   return (
@@ -74,8 +74,8 @@ export function SuppressionsPage() {
       ))}
       {note && <Notice kind="ok">{note}</Notice>}
       <ErrorBanner error={list.error ?? act.error} />
-      <form className="row filters" role="search" onSubmit={(e) => { e.preventDefault(); setQuery(search); setCursors([null]); }}>
-        <Select label="Reason" value={reason} onChange={(v) => { setReason(v); setCursors([null]); }} options={REASONS} />
+      <form className="row filters" role="search" onSubmit={(e) => { e.preventDefault(); setQuery(search); pages.reset(); }}>
+        <Select label="Reason" value={reason} onChange={(v) => { setReason(v); pages.reset(); }} options={REASONS} />
         <TextInput label="Search addresses" value={search} onChange={setSearch} />
         <button type="submit">Search</button>
       </form>
@@ -85,7 +85,7 @@ export function SuppressionsPage() {
         <Empty>No suppressed addresses{query || reason ? " match" : ""}.</Empty>
       ) : (
         <div className="scroll-x">
-          <p className="hint">{cursors.length === 1 ? `${list.data?.total ?? 0} suppressed` : ""}</p>
+          <p className="hint">{pages.page === 1 ? `${list.data?.total ?? 0} suppressed` : ""}</p>
           <table>
             <thead>
               <tr>
@@ -134,7 +134,7 @@ export function SuppressionsPage() {
           </table>
         </div>
       )}
-      <Pager hasPrev={cursors.length > 1} hasNext={!!list.data?.hasMore} onPrev={() => setCursors(cursors.slice(0, -1))} onNext={() => list.data?.cursor && setCursors([...cursors, list.data.cursor])} />
+      <Pager hasPrev={pages.page > 1} hasNext={!!list.data?.hasMore} onPrev={pages.prev} onNext={() => pages.next(list.data?.cursor)} />
     </Page>
   );
 }

@@ -1,3 +1,4 @@
+import { FilePicker } from "../components/file-picker";
 import { useEffect, useRef, useState } from "react";
 import { Link, useLocation } from "wouter";
 import { api, fmtDate, type OffsetPage } from "../api";
@@ -100,25 +101,12 @@ export function UploadImage({ onUploaded }: { onUploaded: (url: string) => void 
   const act = useAction();
   return (
     <span>
-      <label className="button small" htmlFor="image-upload">Upload image
-      <input
-        id="image-upload"
-        className="sr-only"
-        type="file"
-        accept="image/png,image/jpeg,image/gif,image/webp"
-        onChange={(e) => {
-          const file = e.target.files?.[0];
-          if (!file) return;
-          void act.run(async () => {
-            const form = new FormData();
-            form.set("file", file);
-            const r = await api<{ url: string }>("/uploads/image", { form });
-            onUploaded(r.url);
-          });
-          e.target.value = "";
-        }}
-      />
-      </label>
+      <FilePicker label="Upload image" inputId="image-upload" className="button small" accept="image/png,image/jpeg,image/gif,image/webp" onFile={(file) => void act.run(async () => {
+        const form = new FormData();
+        form.set("file", file);
+        const r = await api<{ url: string }>("/uploads/image", { form });
+        onUploaded(r.url);
+      })} />
       <ErrorBanner error={act.error} />
     </span>
   );
