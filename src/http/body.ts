@@ -2,6 +2,7 @@
 // Content-Length before anything is read and enforced again while streaming (chunked bodies), and a
 // nesting-depth limit checked on the JSON text before it is parsed. A rejected body is never buffered
 // past its limit and never reaches a validator.
+import { Slots } from "../slots";
 import { AppError, payloadTooLarge, validationError } from "./errors";
 
 /** Default request body limit. */
@@ -239,23 +240,10 @@ export async function readJsonText(request: Request, limit: number): Promise<str
  * (an unread body costs nothing: it stays in the socket), and a full collection follows each.
  */
 export const MAX_LARGE_READS = 1;
-let largeReads = 0;
-const largeWaiters: (() => void)[] = [];
-
-async function largeSlot<T>(fn: () => Promise<T>): Promise<T> {
-  while (largeReads >= MAX_LARGE_READS) await new Promise<void>((resolve) => largeWaiters.push(resolve));
-  largeReads++;
-  try {
-    return await fn();
-  } finally {
-    // A large body leaves tens of MB of dead strings and buffers; left to the collector's own pace a
-    // burst of them held the RSS at 700 MB (8 x 50 MB to /v1/send). A full collection here (a few ms,
-    // one large body at a time anyway) gives the memory back before the next one is read.
-    Bun.gc(true);
-    largeReads--;
-    largeWaiters.shift()?.();
-  }
-}
+// A large body leaves tens of MB of dead strings and buffers; left to the collector's own pace a
+// burst of them held the RSS at 700 MB (8 x 50 MB to /v1/send). A full collection after each (a few
+// ms, one large body at a time anyway) gives the memory back before the next one is read.
+const largeReads = new Slots(MAX_LARGE_READS, () => Bun.gc(true));
 
 function isLarge(request: Request, limit: number): boolean {
   if (limit <= DEFAULT_BODY_LIMIT) return false;
@@ -307,7 +295,7 @@ export async function parseBody(request: Request, contentType: string | undefine
   if (OWN_PARSERS.some((p) => matched.startsWith(p))) return;
   const limit = bodyLimitFor(path);
   const read = () => readAndParse(request, path, limit, contentType, malformed, route);
-  return isLarge(request, limit) ? largeSlot(read) : read();
+  return isLarge(request, limit) ? largeReads.run(read) : read();
 }
 
 async function readAndParse(request: Request, path: string, limit: number, contentType: string | undefined, malformed: (r: Request) => void, route?: string): Promise<unknown> {

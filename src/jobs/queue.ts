@@ -1,3 +1,4 @@
+import { PollTimer } from "./poll-timer";
 import type { Q } from "../db/raw";
 import { sql, type Kysely, type Selectable, type Transaction } from "kysely";
 import type { Clock } from "../clock";
@@ -72,11 +73,10 @@ function waitingRow(type: string, payload: unknown, opts: { projectId?: string |
 export class JobQueue {
   private handlers = new Map<string, JobHandler>();
   private running = 0;
-  private timer: ReturnType<typeof setTimeout> | null = null;
-  private stopped = true;
   private inflight = new Set<Promise<void>>();
   private readonly concurrency: number;
   private readonly pollMs: number;
+  private readonly loop: PollTimer;
   private readonly leaseMs: number;
 
   constructor(
@@ -87,6 +87,7 @@ export class JobQueue {
   ) {
     this.concurrency = opts.concurrency ?? 4;
     this.pollMs = opts.pollMs ?? 250;
+    this.loop = new PollTimer(this.pollMs, () => this.tick(), (e) => this.log.error("job loop tick failed", { error: String(e) }));
     this.leaseMs = opts.leaseMs ?? 60_000;
     this.metrics = opts.metrics;
   }
@@ -160,33 +161,19 @@ export class JobQueue {
       .set({ state: "waiting", lease_until: null, updated_at: now })
       .where("state", "=", "active")
       .execute();
-    this.stopped = false;
-    this.schedule(0);
+    this.loop.start();
   }
 
   /** Stops claiming and waits for running handlers to finish. */
   async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
+    this.loop.stop();
     await Promise.allSettled([...this.inflight]);
   }
 
   wake(): void {
-    if (!this.stopped) this.schedule(0);
+    this.loop.schedule(0);
   }
 
-  private schedule(ms: number) {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.tick()
-        .catch((e) => this.log.error("job loop tick failed", { error: String(e) }))
-        .finally(() => {
-          if (!this.stopped && !this.timer) this.schedule(this.pollMs);
-        });
-    }, ms);
-  }
 
   /** Claims and starts every due job up to the concurrency cap. Returns how many were started. */
   async tick(): Promise<number> {
@@ -313,7 +300,7 @@ export class JobQueue {
         .catch(() => {});
     } finally {
       this.running--;
-      if (!this.stopped) this.schedule(0);
+      this.loop.schedule(0);
     }
   }
 }

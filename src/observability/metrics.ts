@@ -7,6 +7,10 @@ import { RateSignal } from "./load";
  */
 export class Metrics {
   readonly registry = new Registry();
+  /** A counter with one label, in this instance's registry. */
+  private counter<L extends string>(name: string, help: string, label: L) {
+    return new Counter<L>({ name, help, labelNames: [label], registers: [this.registry] });
+  }
   /** HTTP stats are kept in plain maps (prom-client's label hashing per request cost ~30% of a cheap route). */
   readonly http = new HttpStats();
   /** Delivery attempts made since start (a plain number: the load signal reads it on every webhook dispatch). */
@@ -18,19 +22,9 @@ export class Metrics {
    * groups, so a quiet second does not end it): webhook dispatch waits (MAILSVC_WEBHOOK_MAX_DEFER).
    */
   readonly mailLoad = new RateSignal(() => this.mailAttempts, 100, 1000);
-  readonly deliveryAttempts = new Counter({
-    name: "mailsvc_delivery_attempts_total",
-    help: "Outbound delivery attempts by result (delivered, sent (relay), deferred, bounced)",
-    labelNames: ["result"] as const,
-    registers: [this.registry],
-  });
+  readonly deliveryAttempts = this.counter("mailsvc_delivery_attempts_total", "Outbound delivery attempts by result (delivered, sent (relay), deferred, bounced)", "result");
   /** Sandbox mail: captured instead of sent, so never a delivery attempt (mailsvc_delivery_attempts_total). */
-  readonly sandboxCaptured = new Counter({
-    name: "mailsvc_sandbox_captured_total",
-    help: "Messages captured by the sandbox instead of being sent, by simulated result (delivered, deferred, bounced)",
-    labelNames: ["result"] as const,
-    registers: [this.registry],
-  });
+  readonly sandboxCaptured = this.counter("mailsvc_sandbox_captured_total", "Messages captured by the sandbox instead of being sent, by simulated result (delivered, deferred, bounced)", "result");
   readonly dkimSignSeconds = new Histogram({
     name: "mailsvc_dkim_sign_duration_seconds",
     help: "Time to DKIM-sign one message",
@@ -44,12 +38,7 @@ export class Metrics {
     buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     registers: [this.registry],
   });
-  readonly inboundMessages = new Counter({
-    name: "mailsvc_inbound_messages_total",
-    help: "Inbound SMTP messages by kind (bounce, complaint, unsubscribe, received, rejected)",
-    labelNames: ["kind"] as const,
-    registers: [this.registry],
-  });
+  readonly inboundMessages = this.counter("mailsvc_inbound_messages_total", "Inbound SMTP messages by kind (bounce, complaint, unsubscribe, received, rejected)", "kind");
   readonly outboxDepth: Gauge<"status">;
 
   /** `instance` (MAILSVC_INSTANCE_ID) labels every series, so that many instances' scrapes add up. */

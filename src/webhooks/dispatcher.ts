@@ -1,3 +1,4 @@
+import { PollTimer } from "../jobs/poll-timer";
 import { atomic } from "../db/raw";
 import type { AppContext } from "../context";
 import { safeFetch, type SafeFetchOutcome } from "../net/safe-fetch";
@@ -77,16 +78,15 @@ export class WebhookDispatcher {
   private readonly perEndpoint: number;
   private readonly global: number;
   private readonly pollMs: number;
+  private readonly loop: PollTimer;
   readonly timeoutMs: number;
   private lanes = new Map<string, Lane>();
   /** Recently finished attempts, numbered: a read that began before one finished may still see its row as due. */
   private recent = new Map<string, Finished>();
   private finishedSeq = 0;
   private running = 0;
-  private timer: ReturnType<typeof setTimeout> | null = null;
   private ticking = false;
   private again = false;
-  private stopped = true;
   private tasks = new Set<Promise<void>>();
   /** Attempt outcomes finishing within a few milliseconds of each other commit together. */
   private readonly commits: GroupCommit<{ id: string; record: AttemptRecord }>;
@@ -95,6 +95,7 @@ export class WebhookDispatcher {
     this.perEndpoint = opts.perEndpoint ?? 8;
     this.global = opts.global ?? 64;
     this.pollMs = opts.pollMs ?? 500;
+    this.loop = new PollTimer(this.pollMs, () => this.tick());
     this.timeoutMs = opts.timeoutMs ?? 10_000;
     this.commits = new GroupCommit(
       (items) => atomic(this.ctx.db, this.ctx.store.engine, (q) => recordAttemptsRaw(q, items)),
@@ -105,21 +106,18 @@ export class WebhookDispatcher {
   }
 
   start(): void {
-    this.stopped = false;
-    this.schedule(0);
+    this.loop.start();
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
+    this.loop.stop();
     await Promise.allSettled([...this.tasks]);
     await this.commits.flush();
   }
 
   /** New deliveries may be due (called after the feed's transaction commits, or soon after). */
   wake(delayMs = 0): void {
-    if (!this.stopped) this.schedule(delayMs);
+    this.loop.schedule(delayMs);
   }
 
   /**
@@ -134,15 +132,6 @@ export class WebhookDispatcher {
     this.lanes.delete(endpointId);
   }
 
-  private schedule(ms: number): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      void this.tick().finally(() => {
-        if (!this.stopped && !this.timer) this.schedule(this.pollMs);
-      });
-    }, ms);
-  }
 
   private async tick(): Promise<void> {
     if (this.ticking) {
@@ -154,7 +143,7 @@ export class WebhookDispatcher {
       do {
         this.again = false;
         await this.claim();
-      } while (this.again && !this.stopped);
+      } while (this.again && !this.loop.stopped);
     } catch (e) {
       this.ctx.log.error("webhook dispatcher tick failed", { error: String(e) });
     } finally {
@@ -164,7 +153,7 @@ export class WebhookDispatcher {
 
   /** Reads the endpoints with due rows, tops up their lanes and starts what the caps allow. */
   private async claim(): Promise<void> {
-    if (this.stopped || this.running >= this.global) return;
+    if (this.loop.stopped || this.running >= this.global) return;
     const now = this.ctx.clock.now();
     const cutoff = Date.now() - RECENT_MS;
     // Oldest first (launch() re-inserts on finish): stop at the first one still recent.
@@ -204,7 +193,7 @@ export class WebhookDispatcher {
   /** Starts queued rows of one lane up to the per-endpoint and global caps (due ones: the queue is in due order). */
   private launch(lane: Lane): void {
     const due = lane.queue.length ? this.cutoff() : 0;
-    while (!lane.dead && lane.queue.length && lane.sending < this.perEndpoint && this.running < this.global && !this.stopped) {
+    while (!lane.dead && lane.queue.length && lane.sending < this.perEndpoint && this.running < this.global && !this.loop.stopped) {
       if ((lane.queue[0]!.next_attempt_at ?? 0) > due) break; // waiting for bulk mail (read before it began)
       const row = lane.queue.shift()!;
       lane.inflight.add(row.id);

@@ -10,7 +10,7 @@ const ROOT = join(import.meta.dir, "..", "..");
 
 /** Lowest first. A file belongs to the last layer whose prefix it matches. */
 export const LAYERS: { name: string; prefixes: string[] }[] = [
-  { name: "base", prefixes: ["src/clock.ts", "src/config.ts", "src/version.ts", "src/types.d.ts", "src/net/", "src/observability/", "src/db/"] },
+  { name: "base", prefixes: ["src/clock.ts", "src/config.ts", "src/version.ts", "src/types.d.ts", "src/slots.ts", "src/net/", "src/observability/", "src/db/"] },
   { name: "context", prefixes: ["src/context.ts", "src/http/", "src/jobs/"] },
   { name: "audience", prefixes: ["src/audience/"] },
   { name: "webhooks", prefixes: ["src/webhooks/"] },

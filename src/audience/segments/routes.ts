@@ -21,11 +21,7 @@ export function segmentRoutes(ctx: AppContext) {
       ),
     )
     .get("/segments", ({ auth }) => svc.listSegments(ctx, auth.projectId), { auth: "secret" })
-    .post(
-      "/segments",
-      ({ auth, body, set }) => created(set, svc.createSegment(ctx, auth.projectId, body)),
-      { auth: "secret", requireCondition: true, body: schemas.CreateSegment },
-    )
+    .post("/segments", ({ auth, body, set }) => created(set, svc.createSegment(ctx, auth.projectId, body)), { auth: "secret", requireCondition: true, body: schemas.CreateSegment })
     .get("/segments/:id", ({ auth, params }) => svc.getSegment(ctx, auth.projectId, params.id), secretById())
     .patch("/segments/:id", ({ auth, params, body }) => svc.updateSegment(ctx, auth.projectId, params.id, body), {
       auth: "secret",

@@ -19,26 +19,14 @@ const Url = t.String({ minLength: 1, maxLength: 2000, pattern: "^https?://" });
 export function billingRoutes(ctx: AppContext) {
   return new Elysia()
     .use(authPlugin(ctx))
-    .get(
-      "/users/@me/projects/:id/billing-limits",
-      ({ auth, params }) => asMember(ctx, auth.userId!, params.id, null, () => svc.getLimits(ctx, params.id)),
-      sessionById(),
-    )
+    .get("/users/@me/projects/:id/billing-limits", ({ auth, params }) => asMember(ctx, auth.userId!, params.id, null, () => svc.getLimits(ctx, params.id)), sessionById())
     .put(
       "/users/@me/projects/:id/billing-limits",
       ({ auth, params, body }) => asMember(ctx, auth.userId!, params.id, { roles: ["OWNER", "ADMIN"], action: "change billing limits" }, () => svc.updateLimits(ctx, params.id, body)),
       { ...sessionById(), body: LimitsBody },
     )
-    .get(
-      "/users/@me/projects/:id/billing-consumption",
-      ({ auth, params }) => asMember(ctx, auth.userId!, params.id, null, () => svc.consumption(ctx, params.id)),
-      sessionById(),
-    )
-    .get(
-      "/users/@me/projects/:id/billing-invoices",
-      ({ auth, params }) => asMember(ctx, auth.userId!, params.id, null, () => svc.invoices(ctx, params.id)),
-      sessionById(),
-    )
+    .get("/users/@me/projects/:id/billing-consumption", ({ auth, params }) => asMember(ctx, auth.userId!, params.id, null, () => svc.consumption(ctx, params.id)), sessionById())
+    .get("/users/@me/projects/:id/billing-invoices", ({ auth, params }) => asMember(ctx, auth.userId!, params.id, null, () => svc.invoices(ctx, params.id)), sessionById())
     .post(
       "/users/@me/projects/:id/checkout",
       ({ auth, params, body }) => asMember(ctx, auth.userId!, params.id, { roles: ["OWNER", "ADMIN"], action: "manage billing" }, () => svc.checkout(ctx, params.id, body ?? {})),

@@ -96,26 +96,10 @@ export function projectRoutes(ctx: AppContext) {
       ({ auth, params }) => svc.asMember(ctx, auth.userId!, params.id, { roles: ["OWNER"], action: "reset the project" }, () => succeeded(svc.resetProject(ctx, params.id))),
       sessionById(),
     )
-    .get(
-      "/users/@me/projects/:id/security",
-      ({ auth, params }) => svc.asMember(ctx, auth.userId!, params.id, null, () => security(ctx, params.id)),
-      sessionById(),
-    )
-    .get(
-      "/projects/:id/security",
-      ({ auth, params, set }) => asCaller(ctx, auth, params.id, set.headers, () => security(ctx, params.id)),
-      optionalProjectById(),
-    )
-    .get(
-      "/projects/:id/setup-state",
-      ({ auth, params, set }) => asCaller(ctx, auth, params.id, set.headers, () => svc.setupState(ctx, params.id)),
-      optionalProjectById(),
-    )
-    .get(
-      "/projects/:id/members",
-      ({ auth, params, set }) => asCaller(ctx, auth, params.id, set.headers, () => svc.listMembers(ctx, params.id)),
-      optionalProjectById(),
-    )
+    .get("/users/@me/projects/:id/security", ({ auth, params }) => svc.asMember(ctx, auth.userId!, params.id, null, () => security(ctx, params.id)), sessionById())
+    .get("/projects/:id/security", ({ auth, params, set }) => asCaller(ctx, auth, params.id, set.headers, () => security(ctx, params.id)), optionalProjectById())
+    .get("/projects/:id/setup-state", ({ auth, params, set }) => asCaller(ctx, auth, params.id, set.headers, () => svc.setupState(ctx, params.id)), optionalProjectById())
+    .get("/projects/:id/members", ({ auth, params, set }) => asCaller(ctx, auth, params.id, set.headers, () => svc.listMembers(ctx, params.id)), optionalProjectById())
     .post(
       "/projects/:id/members",
       async ({ auth, params, body, set }) => {

@@ -52,11 +52,7 @@ export function suppressionRoutes(ctx: AppContext) {
         response: { 201: SuppressionSchema },
       },
     )
-    .post(
-      "/suppressions/import",
-      async ({ auth, body, set }) => accepted(set, startSuppressionImport(ctx, auth.projectId, await readCsvUpload(body))),
-      { auth: "secret" },
-    )
+    .post("/suppressions/import", async ({ auth, body, set }) => accepted(set, startSuppressionImport(ctx, auth.projectId, await readCsvUpload(body))), { auth: "secret" })
     .get(
       "/suppressions/import/:jobId",
       ({ auth, params }) =>

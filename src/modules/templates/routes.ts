@@ -11,6 +11,9 @@ const IdParams = t.Object({ id: t.String() });
 /** The options of a route on one id with secret auth (a new object each time: Elysia keeps and changes the options it is given). */
 const secretById = () => ({ auth: "secret" as const, params: IdParams });
 
+/** A template as the API shows it, once the service has it. */
+const viewed = async (row: Promise<svc.TemplateRow>) => svc.viewTemplate(await row);
+
 export function templateRoutes(ctx: AppContext) {
   return new Elysia()
     .use(authPlugin(ctx))
@@ -21,7 +24,7 @@ export function templateRoutes(ctx: AppContext) {
     .get("/templates", ({ auth, query }) => svc.listTemplates(ctx, auth.projectId, query, parseOffsetParams(query)), { auth: "secret", query: schemas.ListQuery })
     .post(
       "/templates",
-      async ({ auth, body, set }) => created(set, svc.viewTemplate(await svc.createTemplate(ctx, auth.projectId, body))),
+      ({ auth, body, set }) => created(set, viewed(svc.createTemplate(ctx, auth.projectId, body))),
       {
         auth: "secret",
         requireFrom: true,
@@ -29,20 +32,9 @@ export function templateRoutes(ctx: AppContext) {
       },
     )
     .post("/templates/preview", ({ body }) => previewTemplate(ctx, body), { auth: "secret", body: PreviewBody })
-    .get("/templates/:id", async ({ auth, params }) => svc.viewTemplate(await svc.getTemplate(ctx, auth.projectId, params.id)), {
-      auth: "secret",
-      params: IdParams,
-    })
-    .patch(
-      "/templates/:id",
-      async ({ auth, params, body }) => svc.viewTemplate(await svc.updateTemplate(ctx, auth.projectId, params.id, body)),
-      { ...secretById(), body: schemas.UpdateTemplate },
-    )
+    .get("/templates/:id", ({ auth, params }) => viewed(svc.getTemplate(ctx, auth.projectId, params.id)), secretById())
+    .patch("/templates/:id", ({ auth, params, body }) => viewed(svc.updateTemplate(ctx, auth.projectId, params.id, body)), { ...secretById(), body: schemas.UpdateTemplate })
     .delete("/templates/:id", ({ auth, params }) => succeeded(svc.deleteTemplate(ctx, auth.projectId, params.id)), secretById())
-    .post(
-      "/templates/:id/duplicate",
-      async ({ auth, params, set }) => created(set, svc.viewTemplate(await svc.duplicateTemplate(ctx, auth.projectId, params.id))),
-      secretById(),
-    )
+    .post("/templates/:id/duplicate", ({ auth, params, set }) => created(set, viewed(svc.duplicateTemplate(ctx, auth.projectId, params.id))), secretById())
     .get("/templates/:id/usage", ({ auth, params }) => svc.templateUsage(ctx, auth.projectId, params.id), secretById());
 }

@@ -1,3 +1,4 @@
+import { Slots } from "../../slots";
 // Password hashing: argon2id through Bun.password, at OWASP's recommended parameters (19 MiB of
 // memory, 2 passes), and at most MAX_CONCURRENT hashes at a time: each one holds its memory for its
 // whole run, so a burst of sign-ups or logins (or a hostile client) queues instead of multiplying it
@@ -6,19 +7,8 @@
 const PARAMS = { algorithm: "argon2id", memoryCost: 19_456, timeCost: 2 } as const;
 const MAX_CONCURRENT = 2;
 
-let running = 0;
-const waiting: (() => void)[] = [];
-
-async function limited<T>(fn: () => Promise<T>): Promise<T> {
-  while (running >= MAX_CONCURRENT) await new Promise<void>((resolve) => waiting.push(resolve));
-  running++;
-  try {
-    return await fn();
-  } finally {
-    running--;
-    waiting.shift()?.();
-  }
-}
+const hashing = new Slots(MAX_CONCURRENT);
+const limited = <T>(fn: () => Promise<T>) => hashing.run(fn);
 
 export const hashPassword = (password: string): Promise<string> => limited(() => Bun.password.hash(password, PARAMS));
 export const verifyPassword = (password: string, hash: string): Promise<boolean> => limited(() => Bun.password.verify(password, hash));

@@ -29,11 +29,7 @@ export function workflowRoutes(ctx: AppContext) {
     .get("/workflows/:id", ({ auth, params }) => svc.workflowDetail(ctx, auth.projectId, params.id), secretById())
     .patch("/workflows/:id", ({ auth, params, body }) => svc.updateWorkflow(ctx, auth.projectId, params.id, body), { ...secretById(), body: schemas.UpdateWorkflow })
     .delete("/workflows/:id", ({ auth, params }) => succeeded(svc.deleteWorkflow(ctx, auth.projectId, params.id)), secretById())
-    .post(
-      "/workflows/:id/steps",
-      ({ auth, params, body, set }) => created(set, svc.addStep(ctx, auth.projectId, params.id, body)),
-      { ...secretById(), body: schemas.CreateStep },
-    )
+    .post("/workflows/:id/steps", ({ auth, params, body, set }) => created(set, svc.addStep(ctx, auth.projectId, params.id, body)), { ...secretById(), body: schemas.CreateStep })
     .patch("/workflows/:id/steps/:stepId", ({ auth, params, body }) => svc.updateStep(ctx, auth.projectId, params.id, params.stepId, body), {
       auth: "secret",
       params: StepParams,
