@@ -183,13 +183,8 @@ export async function revokeSession(ctx: AppContext, token: string | undefined, 
 export { sessionToken };
 
 export function membership(ctx: AppContext, projectId: string, userId: string) {
-  return ctx.db
-    .selectFrom("project_members as m")
-    .innerJoin("projects as p", "p.id", "m.project_id")
-    .select(["m.role", "p.disabled", "p.disabled_reason"])
-    .where("m.project_id", "=", projectId)
-    .where("m.user_id", "=", userId)
-    .executeTakeFirst();
+  const member = ctx.db.selectFrom("project_members as m").innerJoin("projects as p", "p.id", "m.project_id");
+  return member.select(["m.role", "p.disabled", "p.disabled_reason"]).where("m.project_id", "=", projectId).where("m.user_id", "=", userId).executeTakeFirst();
 }
 
 function projectDisabled(reason: string | null) {

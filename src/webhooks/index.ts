@@ -8,9 +8,7 @@ import { deleteProjectDeliveries } from "./service";
 export const webhooksModule: ModuleDef = {
   name: "webhooks",
   routes: webhookRoutes,
-  provides: {
-    resetProject: [(c, projectId) => deleteProjectDeliveries(c, projectId)],
-  },
+  provides: { resetProject: [(c, projectId) => deleteProjectDeliveries(c, projectId)] },
   install(ctx) {
     const dispatcher = ctx.services.webhookDispatcher;
     ctx.feed.subscribe(

@@ -7,9 +7,7 @@ import { resetProject } from "./service";
 export const analyticsModule: ModuleDef = {
   name: "analytics",
   routes: analyticsRoutes,
-  provides: {
-    resetProject: [(c, projectId) => resetProject(c, projectId)],
-  },
+  provides: { resetProject: [(c, projectId) => resetProject(c, projectId)] },
   install(ctx) {
     if (ctx.config.analyticsRollups) ctx.feed.subscribe(ROLLUP_CONSUMER, (trx, events) => foldEvents(trx, events));
   },

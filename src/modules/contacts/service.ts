@@ -123,12 +123,7 @@ export async function updateContact(
     if (input.email !== undefined) {
       const email = normalizeContactEmail(input.email);
       if (email !== row.email) {
-        const other = await trx
-          .selectFrom("contacts")
-          .select("id")
-          .where("project_id", "=", projectId)
-          .where("email", "=", email)
-          .executeTakeFirst();
+        const other = await trx.selectFrom("contacts").select("id").where("project_id", "=", projectId).where("email", "=", email).executeTakeFirst();
         if (other) throw conflict("Another contact in this project has this email", { email, contactId: other.id });
         next.email = email;
       }

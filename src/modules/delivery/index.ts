@@ -7,9 +7,7 @@ import type { ModuleDef } from "../../http/module";
  */
 export const deliveryModule: ModuleDef = {
   name: "delivery",
-  provides: {
-    hiddenJobTypes: [REPUTATION_JOB],
-  },
+  provides: { hiddenJobTypes: [REPUTATION_JOB] },
   install(ctx) {
     registerReputationJob(ctx);
   },

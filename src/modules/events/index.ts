@@ -6,9 +6,7 @@ import { eventRoutes } from "./routes";
 export const eventsModule: ModuleDef = {
   name: "events",
   routes: eventRoutes,
-  provides: {
-    setupState: [async (c, projectId) => ({ hasEvents: await hasEvents(c, projectId) })],
-  },
+  provides: { setupState: [async (c, projectId) => ({ hasEvents: await hasEvents(c, projectId) })] },
   async stop(ctx) {
     // The HTTP server has stopped: commit whatever tracks are still queued before the store closes.
     await ctx.services.trackBatcher.drain();

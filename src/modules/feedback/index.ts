@@ -20,9 +20,7 @@ export const inboundServerOf = (ctx: AppContext) => ctx.services.inbound.server 
 export const feedbackModule: ModuleDef = {
   name: "feedback",
   routes: feedbackRoutes,
-  provides: {
-    resetProject: [(c, projectId) => deleteProjectLinks(c, projectId)],
-  },
+  provides: { resetProject: [(c, projectId) => deleteProjectLinks(c, projectId)] },
   async install(ctx) {
     await loadTokenSecret(ctx);
   },

@@ -187,12 +187,7 @@ export async function inviteMember(ctx: AppContext, projectId: string, actorRole
 }
 
 async function memberRole(db: AppContext["db"], projectId: string, userId: string) {
-  const m = await db
-    .selectFrom("project_members")
-    .select("role")
-    .where("project_id", "=", projectId)
-    .where("user_id", "=", userId)
-    .executeTakeFirst();
+  const m = await db.selectFrom("project_members").select("role").where("project_id", "=", projectId).where("user_id", "=", userId).executeTakeFirst();
   if (!m) throw notFound("Member");
   return m.role;
 }

@@ -6,7 +6,5 @@ import { firstSend } from "./service";
 export const sendModule: ModuleDef = {
   name: "send",
   routes: sendRoutes,
-  provides: {
-    setupState: [(c, projectId) => firstSend(c, projectId)],
-  },
+  provides: { setupState: [(c, projectId) => firstSend(c, projectId)] },
 };

@@ -6,7 +6,5 @@ import { uploadCount } from "./service";
 export const uploadsModule: ModuleDef = {
   name: "uploads",
   routes: uploadRoutes,
-  provides: {
-    setupState: [(c, projectId) => uploadCount(c, projectId)],
-  },
+  provides: { setupState: [(c, projectId) => uploadCount(c, projectId)] },
 };

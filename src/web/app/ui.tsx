@@ -379,3 +379,14 @@ export function DeleteButton({ what, name, path, act, done }: { what: string; na
     }}>Delete</button>
   );
 }
+
+/** A list page's search form: the search box, the page's own filters (children), and Search. */
+export function SearchForm({ value, onChange, onSearch, children }: { value: string; onChange: (v: string) => void; onSearch: () => void; children?: ReactNode }) {
+  return (
+    <form className="row filters" role="search" onSubmit={(e) => { e.preventDefault(); onSearch(); }}>
+      <TextInput label="Search" type="search" value={value} onChange={onChange} />
+      {children}
+      <button type="submit">Search</button>
+    </form>
+  );
+}

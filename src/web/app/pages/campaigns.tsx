@@ -4,7 +4,7 @@ import { api, fmtDate, listOf, unwrap, type OffsetPage } from "../api";
 import { BarChart } from "../components/charts";
 import { ConditionBuilder, emptyTree, useLiveCount, type Tree } from "../components/conditions";
 import { OpenTrackingField } from "../components/open-tracking";
-import { Badge, Empty, ErrorBanner, Loading, Modal, Notice, Page, Progress, Select, TextInput, useAction, useAsync, usePoll, Table, DeleteButton, OffsetPager } from "../ui";
+import { Badge, Empty, ErrorBanner, Loading, Modal, Notice, Page, Progress, Select, TextInput, useAction, useAsync, usePoll, Table, DeleteButton, OffsetPager, SearchForm } from "../ui";
 import type { Segment } from "./segments";
 import { Preview, type Template } from "./templates";
 
@@ -32,11 +32,9 @@ export function CampaignsPage() {
   usePoll(list.reload, 3000, !!list.data?.data.some((c) => c.status === "SENDING"));
   return (
     <Page title="Campaigns" actions={<button type="button" className="primary" onClick={() => navigate("/campaigns/new")}>New campaign</button>}>
-      <form className="row filters" role="search" onSubmit={(e) => { e.preventDefault(); setQuery(search); setPage(1); }}>
-        <TextInput label="Search" type="search" value={search} onChange={setSearch} />
+      <SearchForm value={search} onChange={setSearch} onSearch={() => { setQuery(search); setPage(1); }}>
         <Select label="Status" value={status} onChange={(v) => { setStatus(v); setPage(1); }} options={[{ value: "", label: "Any status" }, ...STATUSES.map((s) => ({ value: s, label: s }))]} />
-        <button type="submit">Search</button>
-      </form>
+      </SearchForm>
       <ErrorBanner error={list.error} />
       {list.loading && !list.data ? <Loading /> : list.data?.data.length === 0 ? <Empty>No campaigns yet.</Empty> : (
         <Table head={["Name", "Status", "Audience", "Sent", "Opened", "Clicked", "Updated"]}>

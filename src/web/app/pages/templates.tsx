@@ -2,7 +2,7 @@ import { FilePicker } from "../components/file-picker";
 import { useEffect, useRef, useState } from "react";
 import { Link, useLocation } from "wouter";
 import { api, fmtDate, type OffsetPage } from "../api";
-import { Badge, Empty, ErrorBanner, Loading, Notice, Page, Select, TextInput, toApiError, useAction, useAsync, Table, DeleteButton, OffsetPager } from "../ui";
+import { Badge, Empty, ErrorBanner, Loading, Notice, Page, Select, TextInput, toApiError, useAction, useAsync, Table, DeleteButton, OffsetPager, SearchForm } from "../ui";
 import type { ApiError } from "../api";
 import { OpenTrackingField } from "../components/open-tracking";
 
@@ -33,11 +33,9 @@ export function TemplatesPage() {
   const [, navigate] = useLocation();
   return (
     <Page title="Templates" actions={<button type="button" className="primary" onClick={() => navigate("/templates/new")}>New template</button>}>
-      <form className="row filters" role="search" onSubmit={(e) => { e.preventDefault(); setQuery(search); setPage(1); }}>
-        <TextInput label="Search" type="search" value={search} onChange={setSearch} />
+      <SearchForm value={search} onChange={setSearch} onSearch={() => { setQuery(search); setPage(1); }}>
         <Select label="Type" value={type} onChange={(v) => { setType(v); setPage(1); }} options={[{ value: "", label: "All types" }, ...TYPES.map((t) => ({ value: t, label: t }))]} />
-        <button type="submit">Search</button>
-      </form>
+      </SearchForm>
       <ErrorBanner error={list.error} />
       {list.loading && !list.data ? <Loading /> : list.data?.data.length === 0 ? <Empty>No templates yet.</Empty> : (
         <Table head={["Name", "Subject", "Type", "From", "Updated"]}>
