@@ -24,6 +24,8 @@ export interface CampaignsTable extends MessageColumns {
   cancelled_at: number | null;
   created_at: number;
   updated_at: number;
+  /** Bumped by every write of the campaign store (migration 025): the stale check of a send. */
+  version: Generated<number>;
 }
 
 export interface CampaignTables {

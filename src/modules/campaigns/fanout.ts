@@ -11,8 +11,6 @@ import type { JobRunContext } from "../../jobs/queue";
 import { wakeOutbox } from "../../mail/outbox/outbox";
 import { audienceWhere } from "./recipients";
 import * as q from "./queries";
-import { AppError } from "../../http/errors";
-import { beginSending, countRecipients } from "./service";
 
 
 const yieldToEventLoop = () => new Promise<void>((r) => setImmediate(r));
@@ -49,33 +47,6 @@ export async function runFanout(ctx: AppContext, job: JobRunContext<{ campaignId
   }
 }
 
-/** At scheduledFor: the campaign starts once (a rescheduled or cancelled campaign's old job does nothing). */
-export async function runStart(ctx: AppContext, job: JobRunContext<{ campaignId: string; scheduledFor: number }>): Promise<unknown> {
-  let c = await q.campaignById(ctx.db, job.payload.campaignId);
-  if (!c || c.status !== "SCHEDULED" || c.scheduled_for !== job.payload.scheduledFor) return { skipped: true };
-  let recipients = 0;
-  try {
-    // beginSending refuses a row changed since it was read (an edit between the count and the start):
-    // read and count again then, while it is still this job's schedule.
-    for (let attempt = 0; ; attempt++) {
-      recipients = await countRecipients(ctx, c);
-      const row = await ctx.db.transaction().execute((trx) => beginSending(ctx, trx, c!, ["SCHEDULED"], recipients));
-      if (row) {
-        ctx.jobs.wake();
-        return { started: true };
-      }
-      c = await q.campaignById(ctx.db, job.payload.campaignId);
-      if (!c || c.status !== "SCHEDULED" || c.scheduled_for !== job.payload.scheduledFor || attempt >= 4) return { started: false };
-    }
-  } catch (e) {
-    if (!(e instanceof AppError) || e.status !== 402) throw e;
-    // Over the monthly cap at its scheduled time: the campaign is cancelled, nothing is sent.
-    const now = ctx.clock.now();
-    await q.updateCampaignRow(ctx.db, c!.project_id, c!.id, { status: "CANCELLED", cancelled_at: now, completed_at: now, updated_at: now }, ["SCHEDULED"]);
-    ctx.log.warn("scheduled campaign cancelled: over the monthly campaigns cap", { campaign: c!.id, recipients, details: JSON.stringify(e.extra.details ?? {}) });
-    return { started: false, cancelled: "BILLING_LIMIT_EXCEEDED" };
-  }
-}
 
 export async function checkDone(ctx: AppContext, campaignId: string): Promise<boolean> {
   return q.markSentIfDone(ctx.db, campaignId, ctx.clock.now());

@@ -1,6 +1,7 @@
 import { iso } from "../../clock";
 import type { ModuleDef } from "../../http/module";
-import { checkAllSending, completionWatcher, runFanout, runStart } from "./fanout";
+import { checkAllSending, completionWatcher, runFanout } from "./fanout";
+import { runStart } from "./service";
 import { JOBS } from "./jobs";
 import * as q from "./queries";
 import { campaignRoutes } from "./routes";

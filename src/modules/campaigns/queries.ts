@@ -27,8 +27,9 @@ export async function insertCampaign(db: Db, row: CampaignRow): Promise<void> {
   await db.insertInto("campaigns").values(row).execute();
 }
 
+/** Every write of a campaign row bumps its version (the stale check of beginSending). */
 export function updateCampaignRow(db: Db, projectId: string, id: string, set: Partial<CampaignRow>, onlyIn?: readonly CampaignStatus[]) {
-  let q = db.updateTable("campaigns").set(set).where("project_id", "=", projectId).where("id", "=", id);
+  let q = db.updateTable("campaigns").set({ ...set, version: sql`version + 1` }).where("project_id", "=", projectId).where("id", "=", id);
   if (onlyIn) q = q.where("status", "in", onlyIn);
   return q.returningAll().executeTakeFirst();
 }
@@ -254,7 +255,7 @@ export async function writeFanoutBatchRaw(q: Q, trx: Kysely<any>, b: BatchInput,
 export async function markSentIfDone(db: Db, campaignId: string, now: number): Promise<boolean> {
   const r = await db
     .updateTable("campaigns")
-    .set({ status: "SENT", completed_at: now, updated_at: now })
+    .set({ status: "SENT", completed_at: now, updated_at: now, version: sql`version + 1` })
     .where("id", "=", campaignId)
     .where("status", "=", "SENDING")
     .where("fanout_done", "=", 1)

@@ -22,10 +22,6 @@ export async function audienceWhere(ctx: AppContext, c: AudienceSpec, now: numbe
   return parts.length ? sql<SqlBool>`(${sql.join(parts, sql` AND `)})` : sql<SqlBool>`1 = 1`;
 }
 
-/** Whether anyone would receive the campaign right now (send/schedule with an empty audience is 400). */
-export async function audienceHasAnyFor(ctx: AppContext, c: AudienceSpec): Promise<boolean> {
-  return audienceHasAny(ctx.db, c.project_id, await audienceWhere(ctx, c, ctx.clock.now()));
-}
 
 /** Field errors of the audience part of a (merged) campaign: 422 on create/update. */
 export async function audienceErrors(ctx: AppContext, c: AudienceSpec): Promise<FieldError[]> {

@@ -9,14 +9,15 @@ import type { AppContext } from "../../context";
 import { consumeQuota } from "../billing/quota";
 import type { AudienceType, CampaignStatus } from "../../db/tables/campaigns";
 import type { TemplateType } from "../../db/tables/senders";
-import { badRequest, invalidState, notFound, validationError, type FieldError } from "../../http/errors";
+import { AppError, badRequest, invalidState, notFound, validationError, type FieldError } from "../../http/errors";
+import type { JobRunContext } from "../../jobs/queue";
 import { offsetPage, pick, type OffsetParams } from "../../http/pagination";
 import { insertContent, insertEmails } from "../../mail/outbox/enqueue";
 import { suppressedAmong } from "../../mail/outbox/suppressions";
 import { campaignCancelled, wakeOutbox } from "../../mail/outbox/outbox";
 import { assertSenderAllowed } from "../domains/service";
 import { assertTemplateSyntax, DIRS, findTemplate, newMessageColumns, SORTS, trackOpensColumn, trackOpensOf, type TemplateInput } from "../templates/service";
-import { audienceErrors, audienceHasAnyFor, audienceWhere } from "./recipients";
+import { audienceErrors, audienceWhere } from "./recipients";
 import { JOBS } from "./jobs";
 import * as q from "./queries";
 import type { CampaignRow, Counters } from "./queries";
@@ -232,7 +233,7 @@ export async function beginSending(
   // Checked first, inside the transaction: a concurrent send, cancel, PUT or DELETE that committed since
   // `c` was read (and validated and counted) makes this one the loser, before anything is charged or stored.
   const fresh = await q.campaignById(trx, c.id);
-  if (!fresh || !from.includes(fresh.status as CampaignStatus) || JSON.stringify(fresh) !== JSON.stringify(c)) return undefined;
+  if (!fresh || !from.includes(fresh.status as CampaignStatus) || fresh.version !== c.version) return undefined;
   // The audience's segment may have been deleted meanwhile (DELETE /segments checks for users in its own transaction).
   const audience = await audienceErrors({ ...ctx, db: trx as AppContext["db"] }, fresh);
   if (audience.length) throw validationError(audience);
@@ -266,10 +267,12 @@ export async function sendCampaign(ctx: AppContext, projectId: string, id: strin
   if (c.status !== "DRAFT" && c.status !== "SCHEDULED") throw invalidState(`A ${c.status} campaign cannot be sent (only DRAFT or SCHEDULED)`, { status: c.status });
   if (at !== null) futureOrThrow(ctx, at);
   await validateRow(ctx, c, true);
-  if (!(await audienceHasAnyFor(ctx, c))) throw badRequest("The campaign's audience is empty: no contact would receive it", { details: { audienceType: c.audience_type } });
+  // The audience is resolved once (before the transaction: its expression may read segments through
+  // ctx.db) and serves both the emptiness check and the count charged against the cap.
+  const where = await audienceWhere(ctx, c, ctx.clock.now());
+  if (!(await q.audienceHasAny(ctx.db, c.project_id, where))) throw badRequest("The campaign's audience is empty: no contact would receive it", { details: { audienceType: c.audience_type } });
   const from = [c.status] as const;
-  // Counted before the transaction: the audience expression may read segments through ctx.db.
-  const recipients = at === null ? await countRecipients(ctx, c) : 0;
+  const recipients = at === null ? await q.countAudience(ctx.db, c.project_id, where) : 0;
   const row = await ctx.db.transaction().execute(async (trx) => {
     // Sent now (also a SCHEDULED one sent early): it is no longer scheduled, scheduledFor answers null.
     if (at === null) return beginSending(ctx, trx, c, from, recipients, { clearSchedule: true });
@@ -299,11 +302,40 @@ function freshSendState(now: number) {
     cancelled_at: null,
     created_at: now,
     updated_at: now,
+    version: 0,
   };
 }
 
 export async function countRecipients(ctx: AppContext, c: CampaignRow): Promise<number> {
   return q.countAudience(ctx.db, c.project_id, await audienceWhere(ctx, c, ctx.clock.now()));
+}
+
+/** At scheduledFor: the campaign starts once (a rescheduled or cancelled campaign's old job does nothing). */
+export async function runStart(ctx: AppContext, job: JobRunContext<{ campaignId: string; scheduledFor: number }>): Promise<unknown> {
+  let c = await q.campaignById(ctx.db, job.payload.campaignId);
+  if (!c || c.status !== "SCHEDULED" || c.scheduled_for !== job.payload.scheduledFor) return { skipped: true };
+  let recipients = 0;
+  try {
+    // beginSending refuses a row changed since it was read (an edit between the count and the start):
+    // read and count again then, while it is still this job's schedule.
+    for (let attempt = 0; ; attempt++) {
+      recipients = await countRecipients(ctx, c);
+      const row = await ctx.db.transaction().execute((trx) => beginSending(ctx, trx, c!, ["SCHEDULED"], recipients));
+      if (row) {
+        ctx.jobs.wake();
+        return { started: true };
+      }
+      c = await q.campaignById(ctx.db, job.payload.campaignId);
+      if (!c || c.status !== "SCHEDULED" || c.scheduled_for !== job.payload.scheduledFor || attempt >= 4) return { started: false };
+    }
+  } catch (e) {
+    if (!(e instanceof AppError) || e.status !== 402) throw e;
+    // Over the monthly cap at its scheduled time: the campaign is cancelled, nothing is sent.
+    const now = ctx.clock.now();
+    await q.updateCampaignRow(ctx.db, c!.project_id, c!.id, { status: "CANCELLED", cancelled_at: now, completed_at: now, updated_at: now }, ["SCHEDULED"]);
+    ctx.log.warn("scheduled campaign cancelled: over the monthly campaigns cap", { campaign: c!.id, recipients, details: JSON.stringify(e.extra.details ?? {}) });
+    return { started: false, cancelled: "BILLING_LIMIT_EXCEEDED" };
+  }
 }
 
 export async function cancelCampaign(ctx: AppContext, projectId: string, id: string): Promise<CampaignRow> {
