@@ -54,8 +54,11 @@ test("under a steady stream of commits the WAL is rewound (bounded), without a c
     const txns = await writeFor(db, mutex, 1500);
     expect(txns).toBeGreaterThan(100);
     expect(ck.rewinds).toBeGreaterThan(0);
-    // Without the rewind the WAL holds every frame written (~160k here, the control below); with it, rewindFrames plus what comes during one rewind.
-    expect(walFrames(path)).toBeLessThan(25_000);
+    // Without the rewind the WAL holds every frame written (each transaction ~20 pages: ~160k frames on a quiet
+    // machine, the control below); with it, rewindFrames plus what comes in while one rewind waits its turn. How
+    // much that is follows the machine's load, so the bound is relative to what was written: under half of it
+    // (a quiet run keeps about a sixth).
+    expect(walFrames(path)).toBeLessThan((txns * 20) / 2);
   } finally {
     ck?.stop();
     db.close();
