@@ -12,6 +12,7 @@ import { expectTimeBetween } from "../support/time";
 import { waitFor } from "../support/wait";
 import { deliveryEnv, type DeliveryEnv } from "../support/delivery";
 import { expectCursorPage, expectEnvelope, expectOk, expectValidation, hrefs, imgs, isIsoDate, newProject, NO_SUCH_ID, UUID } from "./support";
+import { addresses, items } from "../support/api";
 
 const RCPT_DOMAIN = "ab-inbox.example";
 const HOUR = 3_600_000;
@@ -33,9 +34,7 @@ beforeAll(async () => {
 });
 afterAll(() => env?.close());
 
-let seq = 0;
-const rcpt = (p = "r") => `${p}${++seq}@${RCPT_DOMAIN}`;
-const items = (body: any): any[] => (Array.isArray(body) ? body : (body?.data ?? []));
+const rcpt = addresses(RCPT_DOMAIN);
 /** Asynchronous work (delivery, feed consumers, webhooks) is moved along and `read` polled until `ok`. */
 function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string): Promise<T> {
   return waitFor(async () => (await srv.drainJobs(), read()), { until: ok, what });

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
 import { waitFor } from "../support/wait";
 import { expectBare400, expectCursorPage, expectEnvelope, expectOk, expectValidation, isIsoDate, newProject, NO_SUCH_ID, UUID } from "./support";
+import { contactEvents, items } from "../support/api";
 
 let srv: TestServer;
 let acc: Account;
@@ -21,8 +22,7 @@ const upsert = (body: unknown, who: Account = acc) => srv.api("/contacts", { key
 const get = (id: string, who: Account = acc) => srv.api(`/contacts/${id}`, { key: who.secretKey });
 const patch = (id: string, body: unknown, who: Account = acc) => srv.api(`/contacts/${id}`, { method: "PATCH", key: who.secretKey, body });
 const del = (path: string, who: Account = acc) => srv.api(path, { method: "DELETE", key: who.secretKey });
-const items = (body: any): any[] => (Array.isArray(body) ? body : (body?.data ?? []));
-const eventsOf = async (contactId: string, who: Account = acc) => items((await srv.api(`/events/contact/${contactId}`, { key: who.secretKey })).body);
+const eventsOf = (contactId: string, who: Account = acc) => contactEvents(srv.api, who, contactId);
 const track = (body: unknown, who: Account = acc) => srv.api("/v1/track", { key: who.publicKey, body });
 
 function importCsv(csv: string, who: Account = acc, field = "file") {

@@ -8,6 +8,7 @@ import { sendSmtp } from "../support/smtp-client";
 import { startSmtpSink, type SinkMessage, type SmtpSink } from "../support/smtp-sink";
 import { waitFor } from "../support/wait";
 import { expectOk } from "./support";
+import { addresses } from "../support/api";
 
 
 const FROM = "hello@in.bb.example";
@@ -34,8 +35,7 @@ afterAll(async () => {
   await dns?.close();
 });
 
-let seq = 0;
-const rcpt = () => `far${++seq}@${RCPT_DOMAIN}`;
+const rcpt = addresses(RCPT_DOMAIN, "far");
 
 async function sendOne(): Promise<{ to: string; id: string; msg: SinkMessage }> {
   const to = rcpt();

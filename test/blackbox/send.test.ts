@@ -10,6 +10,7 @@ import { expectTimeBetween } from "../support/time";
 import { waitFor } from "../support/wait";
 import { deliveryEnv, lastMessageFor, type DeliveryEnv } from "../support/delivery";
 import { expectCursorPage, expectEnvelope, expectOk, expectValidation, newProject, NO_SUCH_ID, rawHeader, UUID } from "./support";
+import { addresses, lookupContact } from "../support/api";
 
 
 const SENDER_DOMAIN = "send.bb.example";
@@ -30,13 +31,11 @@ beforeAll(async () => {
 });
 afterAll(() => env?.close());
 
-let seq = 0;
-const rcpt = (p = "r") => `${p}${++seq}@${RCPT_DOMAIN}`;
+const rcpt = addresses(RCPT_DOMAIN);
 const send = (body: unknown, opts: { key?: string; headers?: Record<string, string> } = {}) =>
   srv.api("/v1/send", { key: opts.key ?? acc.secretKey, body, headers: opts.headers });
 const basic = (to: unknown, extra: Record<string, unknown> = {}) => ({ to, from: FROM, subject: "Hello", body: "<p>Hi</p>", ...extra });
-const lookup = async (email: string, who: Account = acc) =>
-  (await srv.api("/contacts/lookup", { key: who.secretKey, body: { emails: [email] } })).body.found?.[0] as { id: string; subscribed: boolean } | undefined;
+const lookup = (email: string, who: Account = acc) => lookupContact(srv.api, who, email);
 const email = (id: string) => srv.api(`/emails/${id}`, { key: acc.secretKey });
 
 /** Polls GET /emails/:id (moving queued work along) until its status is one of `want`. */

@@ -8,6 +8,7 @@ import { startSmtpSink, type SmtpSink } from "../support/smtp-sink";
 import { expectTimeBetween } from "../support/time";
 import { waitFor } from "../support/wait";
 import { expectOk, hrefs, imgs, newProject } from "./support";
+import { addresses } from "../support/api";
 
 
 const FROM = "news@track.bb.example";
@@ -35,8 +36,7 @@ afterAll(async () => {
   await dns?.close();
 });
 
-let seq = 0;
-const rcpt = () => `reader${++seq}@${RCPT_DOMAIN}`;
+const rcpt = addresses(RCPT_DOMAIN, "reader");
 
 /** Sends one email and returns its id and the delivered HTML. */
 async function sendAndReceive(body: string, extra: Record<string, unknown> = {}, who: Account = acc) {
