@@ -2,13 +2,14 @@
 // recipient who only has the delivered message (links point at MAILSVC_PUBLIC_URL).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { addVerifiedDomain } from "../domains/support";
-import { startDns, type TestDns } from "../support/dns";
-import { createAccount, startServer, type Account, type TestServer } from "../support/server";
-import { startSmtpSink, type SmtpSink } from "../support/smtp-sink";
+import type { TestDns } from "../support/dns";
+import type { Account, TestServer } from "../support/server";
+import type { SmtpSink } from "../support/smtp-sink";
 import { expectTimeBetween } from "../support/time";
 import { waitFor } from "../support/wait";
 import { expectOk, hrefs, imgs, newProject } from "./support";
 import { addresses } from "../support/api";
+import { deliveryEnv, type DeliveryEnv } from "../support/delivery";
 
 
 const FROM = "news@track.bb.example";
@@ -20,21 +21,14 @@ let dns: TestDns;
 let sink: SmtpSink;
 let acc: Account;
 
+let env: DeliveryEnv;
 beforeAll(async () => {
-  dns = await startDns();
-  dns.mailDomain(RCPT_DOMAIN);
-  sink = await startSmtpSink();
-  srv = await startServer({ config: { dnsServers: [dns.server], mxPort: sink.port } });
-  acc = await createAccount(srv.api, "BB tracking");
-  await addVerifiedDomain(srv.api, dns, acc, "track.bb.example");
+  env = await deliveryEnv({ name: "BB tracking", mailDomain: RCPT_DOMAIN, senderDomain: "track.bb.example" });
+  ({ srv, dns, sink, acct: acc } = env);
   // New projects default to MARKETING_ONLY (decisions.md); these tests track transactional mail.
   expect((await setTracking("ENABLED")).status).toBe(200);
 });
-afterAll(async () => {
-  await srv?.close();
-  await sink?.close();
-  await dns?.close();
-});
+afterAll(() => env?.close());
 
 const rcpt = addresses(RCPT_DOMAIN, "reader");
 
