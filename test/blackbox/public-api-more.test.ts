@@ -10,7 +10,7 @@ import { expectTimeBetween } from "../support/time";
 import { waitFor } from "../support/wait";
 import { deliveryEnv, lastMessageFor, type DeliveryEnv } from "../support/delivery";
 import { expectEnvelope, expectOk, expectValidation, newProject, rawHeader, UUID } from "./support";
-import { addresses, contactEvents, lookupContact } from "../support/api";
+import { addresses, contactEvents, createTemplate, lookupContact } from "../support/api";
 
 const SENDER_DOMAIN = "more.bb.example";
 const RCPT_DOMAIN = "inbox-more-bb.example";
@@ -42,11 +42,7 @@ const lookup = (email: string, who: Account = acc) => lookupContact(srv.api, who
 const contactById = async (id: string) => (await srv.api(`/contacts/${id}`, { key: acc.secretKey })).body;
 const eventsOf = (contactId: string) => contactEvents(srv.api, acc, contactId);
 const eventNames = async (contactId: string) => (await eventsOf(contactId)).map((e: any) => e.name as string);
-const mkTemplate = async (extra: Record<string, unknown> = {}) => {
-  const res = await srv.api("/templates", { key: acc.secretKey, body: { name: "T", subject: "S", body: "<p>B</p>", from: FROM, ...extra } });
-  if (res.status !== 201) throw new Error(`template create: ${res.status} ${res.text}`);
-  return res.body;
-};
+const mkTemplate = (extra: Record<string, unknown> = {}) => createTemplate(srv.api, acc, { name: "T", subject: "S", body: "<p>B</p>", from: FROM, ...extra });
 
 /** The newest message the sink received for `address` (running queued work meanwhile). */
 const messageFor = (address: string) => lastMessageFor(env, address);

@@ -26,3 +26,10 @@ export async function lookupContact(api: Api, who: Pick<Account, "secretKey">, e
 export async function contactEvents(api: Api, who: Pick<Account, "secretKey">, contactId: string): Promise<any[]> {
   return items((await api(`/events/contact/${contactId}`, { key: who.secretKey })).body);
 }
+
+/** POST /templates with `who`'s secret key: the created template (throws unless 201). */
+export async function createTemplate(api: Api, who: Pick<Account, "secretKey">, body: Record<string, unknown>): Promise<any> {
+  const res = await api("/templates", { key: who.secretKey, body });
+  if (res.status !== 201) throw new Error(`template create: ${res.status} ${res.text}`);
+  return res.body;
+}

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { expectEnvelope, expectOffsetPage, expectOk, expectValidation, newProject, rawHeader } from "../blackbox/support";
 import { addVerifiedDomain } from "../domains/support";
-import { addresses } from "../support/api";
+import { addresses, createTemplate } from "../support/api";
 import { deliveryEnv, lastMessageFor, type DeliveryEnv } from "../support/delivery";
 import type { TestDns } from "../support/dns";
 import type { Account, TestServer } from "../support/server";
@@ -16,11 +16,7 @@ const SENDER_DOMAIN = "tpl.bb.example";
 const RCPT_DOMAIN = "inbox-tpl-bb.example";
 const FROM = `hello@${SENDER_DOMAIN}`;
 
-let srv: TestServer;
-let dns: TestDns;
-let sink: SmtpSink;
-let acc: Account;
-let env: DeliveryEnv;
+let env: DeliveryEnv, srv: TestServer, dns: TestDns, sink: SmtpSink, acc: Account;
 beforeAll(async () => {
   env = await deliveryEnv({ name: "BB templates", mailDomain: RCPT_DOMAIN, senderDomain: SENDER_DOMAIN });
   ({ srv, dns, sink, acct: acc } = env);
@@ -30,11 +26,7 @@ afterAll(() => env?.close());
 let seq = 0;
 const rcpt = addresses(RCPT_DOMAIN, "m");
 const send = (body: unknown) => srv.api("/v1/send", { key: acc.secretKey, body });
-const mkTemplate = async (extra: Record<string, unknown> = {}) => {
-  const res = await srv.api("/templates", { key: acc.secretKey, body: { name: "T", subject: "S", body: "<p>B</p>", from: FROM, ...extra } });
-  if (res.status !== 201) throw new Error(`template create: ${res.status} ${res.text}`);
-  return res.body;
-};
+const mkTemplate = (extra: Record<string, unknown> = {}) => createTemplate(srv.api, acc, { name: "T", subject: "S", body: "<p>B</p>", from: FROM, ...extra });
 /** The newest message the sink received for `address` (running queued work meanwhile). */
 const messageFor = (address: string) => lastMessageFor(env, address);
 
