@@ -28,12 +28,8 @@ const CAMPAIGN_KEYS = [
 const COUNTERS = ["totalRecipients", "sentCount", "deliveredCount", "openedCount", "clickedCount", "bouncedCount", "complainedCount", "unsubscribedCount"];
 const STATS_KEYS = [...COUNTERS, "deliveryRate", "openRate", "clickRate", "bounceRate"];
 
-let srv: TestServer;
-let dns: TestDns;
-let sink: SmtpSink;
-let acc: Account;
+let env: DeliveryEnv, srv: TestServer, dns: TestDns, sink: SmtpSink, acc: Account;
 
-let env: DeliveryEnv;
 beforeAll(async () => {
   env = await deliveryEnv({ name: "BB campaigns", mailDomain: RCPT_DOMAIN, senderDomain: SENDER_DOMAIN, config: { retryScheduleMs: [1000, 2000] } });
   ({ srv, dns, sink, acct: acc } = env);

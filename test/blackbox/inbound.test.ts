@@ -14,13 +14,9 @@ import { deliveryEnv, type DeliveryEnv } from "../support/delivery";
 const FROM = "hello@in.bb.example";
 const RCPT_DOMAIN = "far-bb.example";
 
-let srv: TestServer;
-let dns: TestDns;
-let sink: SmtpSink;
-let acc: Account;
+let env: DeliveryEnv, srv: TestServer, dns: TestDns, sink: SmtpSink, acc: Account;
 let inboundPort: number;
 
-let env: DeliveryEnv;
 beforeAll(async () => {
   inboundPort = await freeTcpPort();
   env = await deliveryEnv({ name: "BB inbound", mailDomain: RCPT_DOMAIN, senderDomain: "in.bb.example", config: { inboundSmtpPort: inboundPort } });

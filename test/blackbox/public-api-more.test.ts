@@ -16,12 +16,8 @@ const SENDER_DOMAIN = "more.bb.example";
 const RCPT_DOMAIN = "inbox-more-bb.example";
 const FROM = `hello@${SENDER_DOMAIN}`;
 
-let srv: TestServer;
-let dns: TestDns;
-let sink: SmtpSink;
-let acc: Account;
+let env: DeliveryEnv, srv: TestServer, dns: TestDns, sink: SmtpSink, acc: Account;
 
-let env: DeliveryEnv;
 beforeAll(async () => {
   env = await deliveryEnv({ name: "BB public more", mailDomain: RCPT_DOMAIN, senderDomain: SENDER_DOMAIN });
   ({ srv, dns, sink, acct: acc } = env);

@@ -17,13 +17,9 @@ const SENDER_DOMAIN = "send.bb.example";
 const RCPT_DOMAIN = "inbox-bb.example";
 const FROM = `hello@${SENDER_DOMAIN}`;
 
-let srv: TestServer;
-let dns: TestDns;
-let sink: SmtpSink;
-let acc: Account;
+let env: DeliveryEnv, srv: TestServer, dns: TestDns, sink: SmtpSink, acc: Account;
 let domain: DomainView;
 
-let env: DeliveryEnv;
 beforeAll(async () => {
   env = await deliveryEnv({ name: "BB send", mailDomain: RCPT_DOMAIN, senderDomain: SENDER_DOMAIN, config: { retryScheduleMs: [1000, 2000] } });
   ({ srv, dns, sink, acct: acc } = env);

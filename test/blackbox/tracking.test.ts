@@ -16,12 +16,8 @@ const FROM = "news@track.bb.example";
 const RCPT_DOMAIN = "reader-bb.example";
 const LANDING = "https://landing.bb.example/offer?id=42&utm=x";
 
-let srv: TestServer;
-let dns: TestDns;
-let sink: SmtpSink;
-let acc: Account;
+let env: DeliveryEnv, srv: TestServer, dns: TestDns, sink: SmtpSink, acc: Account;
 
-let env: DeliveryEnv;
 beforeAll(async () => {
   env = await deliveryEnv({ name: "BB tracking", mailDomain: RCPT_DOMAIN, senderDomain: "track.bb.example" });
   ({ srv, dns, sink, acct: acc } = env);

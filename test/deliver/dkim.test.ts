@@ -9,12 +9,8 @@ import { dkimHeaders, rcpt, sendAndReceive, tag, verifyDkim } from "./support";
 import { deliveryEnv, type DeliveryEnv } from "../support/delivery";
 
 const RCPT_DOMAIN = "inbox-dkim.example";
-let srv: TestServer;
-let dns: TestDns;
-let sink: SmtpSink;
-let acc: Account;
+let env: DeliveryEnv, srv: TestServer, dns: TestDns, sink: SmtpSink, acc: Account;
 
-let env: DeliveryEnv;
 beforeAll(async () => {
   env = await deliveryEnv({ name: "DKIM", mailDomain: RCPT_DOMAIN, config: { hostname: "mta.deliver.example" } });
   ({ srv, dns, sink, acct: acc } = env);

@@ -9,10 +9,7 @@ import type { SmtpSink } from "../support/smtp-sink";
 import { deliveryEnv, type DeliveryEnv } from "../support/delivery";
 
 const HOST = "mta.doctor.example";
-let srv: TestServer;
-let dns: TestDns;
-let sink: SmtpSink;
-let acc: Account;
+let env: DeliveryEnv, srv: TestServer, dns: TestDns, sink: SmtpSink, acc: Account;
 
 function publishHost() {
   dns.set(HOST, "A", ["127.0.0.1"]);
@@ -20,7 +17,6 @@ function publishHost() {
   dns.set(HOST, "TXT", ["v=spf1 a ~all"]);
 }
 
-let env: DeliveryEnv;
 beforeAll(async () => {
   env = await deliveryEnv({ name: "Doctor", mailDomain: "probe.example", config: { hostname: HOST, inboundSmtpPort: 0 } });
   ({ srv, dns, sink, acct: acc } = env);
