@@ -94,8 +94,8 @@ describe("POST /v1/send: request and response", () => {
 
   test("neither template nor subject+body is 422", async () => {
     expectValidation(await send({ to: rcpt(), from: FROM }));
-    expectValidation(await send({ to: rcpt(), from: FROM, subject: "only subject" }));
-    expectValidation(await send({ to: rcpt(), from: FROM, body: "<p>only body</p>" }));
+    expectValidation(await send({ to: rcpt(), from: FROM, subject: "only subject" }), "body");
+    expectValidation(await send({ to: rcpt(), from: FROM, body: "<p>only body</p>" }), "subject");
   });
 
   test("to is required and must hold email addresses (422)", async () => {
@@ -225,6 +225,7 @@ describe("POST /v1/send: Idempotency-Key", () => {
     expectTimeBetween(err.details!.originalRequestAt, firstFrom, firstTo);
     expect(err.details!.originalStatusCode).toBe(first.status);
     await messageFor(to);
+    expect(sink.byRecipient(to)).toHaveLength(1);
     const list = await srv.api(`/emails?to=${encodeURIComponent(to)}`, { key: acc.secretKey });
     expect(list.body.total).toBe(1);
   });
