@@ -412,22 +412,27 @@ describe("idempotency, imports, bulk jobs, duplicates, members", () => {
       // The job loop is paused while the burst arrives (its jobs run below, by drainJobs): whether a PATCH of a
       // contact a delete job removes finds it is then decided by the order of the requests, not by the loop's timing.
       await env.srv.ctx.jobs.stop();
-      const [del, sub, unsub, patch] = await contended(() =>
-        Promise.all([
-          api("/contacts/bulk-delete", { body: { contactIds: ids.slice(0, 4) } }),
-          api("/contacts/bulk-subscribe", { body: { contactIds: ids.slice(2) } }),
-          api("/contacts/bulk-unsubscribe", { body: { contactIds: ids.slice(1, 5) } }),
-          api(`/contacts/${ids[1]}`, { method: "PATCH", body: { data: { plan: "patched" } } }),
-        ]),
-      );
-      expect(statuses([del, sub, unsub])).toEqual([202, 202, 202]);
-      // The bulk requests only queue their jobs: the contact still exists when the PATCH runs.
-      expect(patch.status).toBe(200);
-      // Another PATCH of a contact the queued delete will remove, before the jobs run, does not save it; the jobs
-      // themselves run concurrently (queue concurrency); a PATCH after them finds the contact gone.
-      expect((await api(`/contacts/${ids[0]}`, { method: "PATCH", body: { subscribed: false } })).status).toBe(200);
-      await env.srv.drainJobs();
-      await env.srv.ctx.jobs.start();
+      let del, sub, unsub;
+      try {
+        let patch;
+        [del, sub, unsub, patch] = await contended(() =>
+          Promise.all([
+            api("/contacts/bulk-delete", { body: { contactIds: ids.slice(0, 4) } }),
+            api("/contacts/bulk-subscribe", { body: { contactIds: ids.slice(2) } }),
+            api("/contacts/bulk-unsubscribe", { body: { contactIds: ids.slice(1, 5) } }),
+            api(`/contacts/${ids[1]}`, { method: "PATCH", body: { data: { plan: "patched" } } }),
+          ]),
+        );
+        expect(statuses([del, sub, unsub])).toEqual([202, 202, 202]);
+        // The bulk requests only queue their jobs: the contact still exists when the PATCH runs.
+        expect(patch.status).toBe(200);
+        // Another PATCH of a contact the queued delete will remove, before the jobs run, does not save it; the
+        // jobs themselves run concurrently (queue concurrency); a PATCH after them finds the contact gone.
+        expect((await api(`/contacts/${ids[0]}`, { method: "PATCH", body: { subscribed: false } })).status).toBe(200);
+        await env.srv.drainJobs();
+      } finally {
+        await env.srv.ctx.jobs.start();
+      }
       expect((await api(`/contacts/${ids[0]}`, { method: "PATCH", body: { subscribed: true } })).status).toBe(404);
       const results = await Promise.all([del, sub, unsub].map((r) => jobResult(`/contacts/bulk/${r.body.jobId}`)));
       for (const r of results) expect(r.succeeded + r.failed).toBe(r.total);
