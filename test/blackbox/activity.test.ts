@@ -3,12 +3,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
 import { expectEnvelope, expectOk, isIsoDate, newProject } from "./support";
+import { items } from "../support/api";
 
 let srv: TestServer;
 let acc: Account;
 let contactId: string;
-
-const items = (body: any): any[] => (Array.isArray(body) ? body : (body?.data ?? []));
 
 beforeAll(async () => {
   srv = await startServer();

@@ -12,6 +12,7 @@ import { expectTimeBetween } from "../support/time";
 import { waitFor } from "../support/wait";
 import { deliveryEnv, lastMessageFor, type DeliveryEnv } from "../support/delivery";
 import { expectEnvelope, expectOffsetPage, expectOk, expectValidation, hrefs, imgs, isIsoDate, newProject, NO_SUCH_ID, rawHeader, UUID } from "./support";
+import { addresses, items, lookupContact } from "../support/api";
 
 const SENDER_DOMAIN = "camp.bb.example";
 const FROM = `news@${SENDER_DOMAIN}`;
@@ -27,12 +28,8 @@ const CAMPAIGN_KEYS = [
 const COUNTERS = ["totalRecipients", "sentCount", "deliveredCount", "openedCount", "clickedCount", "bouncedCount", "complainedCount", "unsubscribedCount"];
 const STATS_KEYS = [...COUNTERS, "deliveryRate", "openRate", "clickRate", "bounceRate"];
 
-let srv: TestServer;
-let dns: TestDns;
-let sink: SmtpSink;
-let acc: Account;
+let env: DeliveryEnv, srv: TestServer, dns: TestDns, sink: SmtpSink, acc: Account;
 
-let env: DeliveryEnv;
 beforeAll(async () => {
   env = await deliveryEnv({ name: "BB campaigns", mailDomain: RCPT_DOMAIN, senderDomain: SENDER_DOMAIN, config: { retryScheduleMs: [1000, 2000] } });
   ({ srv, dns, sink, acct: acc } = env);
@@ -40,7 +37,7 @@ beforeAll(async () => {
 afterAll(() => env?.close());
 
 let seq = 0;
-const rcpt = (p = "r") => `${p}${++seq}@${RCPT_DOMAIN}`;
+const rcpt = addresses(RCPT_DOMAIN);
 const base = (extra: Record<string, unknown> = {}) => ({
   name: "Spring sale",
   subject: "Hello {{firstName}}",
@@ -70,8 +67,7 @@ const contact = async (who: Account, email: string, subscribed = true, data: Rec
   expectOk(res);
   return res.body as { id: string; email: string; subscribed: boolean };
 };
-const lookup = async (email: string, who: Account = acc) =>
-  (await srv.api("/contacts/lookup", { key: who.secretKey, body: { emails: [email] } })).body.found?.[0] as { id: string; subscribed: boolean } | undefined;
+const lookup = (email: string, who: Account = acc) => lookupContact(srv.api, who, email);
 
 /** Creates a campaign and returns the created campaign (asserting 201 { success: true, data }). */
 async function made(body: unknown, who: Account = acc) {
@@ -934,7 +930,6 @@ describe("GET /activity/upcoming", () => {
     await contact(p, rcpt("upcoming"));
     const c = await made(base({ from: p.from }), p);
     expectOk(await send(c.id, { scheduledFor: new Date(srv.clock.now() + 3_600_000).toISOString() }, p));
-    const items = (b: any): any[] => (Array.isArray(b) ? b : (b?.data ?? []));
     const res = await srv.api("/activity/upcoming", { key: p.secretKey });
     expect(res.status).toBe(200);
     const mine = items(res.body).filter((i) => JSON.stringify(i).includes(c.id));

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
 import { waitFor } from "../support/wait";
 import { expectBare400, expectCursorPage, expectEnvelope, expectOk, expectValidation, isIsoDate, newProject, NO_SUCH_ID } from "./support";
+import { items } from "../support/api";
 
 
 let srv: TestServer;
@@ -22,7 +23,6 @@ const upsert = (body: unknown, who: Account = acc) => srv.api("/contacts", { key
 const get = (id: string, who: Account = acc) => srv.api(`/contacts/${id}`, { key: who.secretKey });
 const patch = (id: string, body: unknown, who: Account = acc) => srv.api(`/contacts/${id}`, { method: "PATCH", key: who.secretKey, body });
 /** Items of a list answer that is either a bare array or `{ data: [] }`. */
-const items = (body: any): any[] => (Array.isArray(body) ? body : (body?.data ?? []));
 
 function expectContact(c: any) {
   for (const k of CONTACT_KEYS) expect(c).toHaveProperty(k);

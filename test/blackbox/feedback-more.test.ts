@@ -14,6 +14,7 @@ import { startSmtpSink, type SinkMessage, type SmtpSink } from "../support/smtp-
 import { expectTimeBetween } from "../support/time";
 import { waitFor } from "../support/wait";
 import { arfReport, expectCursorPage, expectEnvelope, expectOk, hrefs, imgs, isIsoDate, newProject, NO_SUCH_ID, rawHeader, UUID } from "./support";
+import { addresses, items, lookupContact } from "../support/api";
 
 const RCPT_DOMAIN = "fb-inbox-bb.example";
 const LANDING_A = "https://landing.fb-bb.example/a?x=1";
@@ -48,8 +49,7 @@ beforeAll(async () => {
 afterAll(() => env?.close());
 
 let seq = 0;
-const rcpt = (p = "r") => `${p}${++seq}@${RCPT_DOMAIN}`;
-const items = (body: any): any[] => (Array.isArray(body) ? body : (body?.data ?? []));
+const rcpt = addresses(RCPT_DOMAIN);
 
 type P = Account & { from: string; domain: string };
 /** A new project of the same user with its own verified sender domain (its log and activity are the test's own). */
@@ -91,8 +91,7 @@ const eventsUntil = (p: Account, contactId: string, until: (n: string[]) => bool
     },
     { until: (evs) => until(evs.map((e) => e.name)), what },
   );
-const lookup = async (p: Account, email: string) =>
-  (await srv.api("/contacts/lookup", { key: p.secretKey, body: { emails: [email] } })).body.found?.[0] as { id: string; subscribed: boolean } | undefined;
+const lookup = (p: Account, email: string) => lookupContact(srv.api, p, email);
 const activity = async (p: Account, qs = "") => {
   const res = await srv.api(`/activity${qs}`, { key: p.secretKey });
   expect(res.status).toBe(200);

@@ -1,41 +1,30 @@
 // Black-box: asynchronous bounces (DSN) and complaints (ARF) arriving on MAILSVC_INBOUND_SMTP_PORT at the
 // Return-Path of a message we sent (decisions.md "Delivery, events, tracking").
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { addVerifiedDomain } from "../domains/support";
-import { startDns, type TestDns } from "../support/dns";
-import { createAccount, freeTcpPort, startServer, type Account, type TestServer } from "../support/server";
+import type { TestDns } from "../support/dns";
+import { freeTcpPort, type Account, type TestServer } from "../support/server";
 import { sendSmtp } from "../support/smtp-client";
-import { startSmtpSink, type SinkMessage, type SmtpSink } from "../support/smtp-sink";
+import type { SinkMessage, SmtpSink } from "../support/smtp-sink";
 import { waitFor } from "../support/wait";
 import { expectOk } from "./support";
+import { addresses } from "../support/api";
+import { deliveryEnv, type DeliveryEnv } from "../support/delivery";
 
 
 const FROM = "hello@in.bb.example";
 const RCPT_DOMAIN = "far-bb.example";
 
-let srv: TestServer;
-let dns: TestDns;
-let sink: SmtpSink;
-let acc: Account;
+let env: DeliveryEnv, srv: TestServer, dns: TestDns, sink: SmtpSink, acc: Account;
 let inboundPort: number;
 
 beforeAll(async () => {
-  dns = await startDns();
-  dns.mailDomain(RCPT_DOMAIN);
-  sink = await startSmtpSink();
   inboundPort = await freeTcpPort();
-  srv = await startServer({ config: { dnsServers: [dns.server], mxPort: sink.port, inboundSmtpPort: inboundPort } });
-  acc = await createAccount(srv.api, "BB inbound");
-  await addVerifiedDomain(srv.api, dns, acc, "in.bb.example");
+  env = await deliveryEnv({ name: "BB inbound", mailDomain: RCPT_DOMAIN, senderDomain: "in.bb.example", config: { inboundSmtpPort: inboundPort } });
+  ({ srv, dns, sink, acct: acc } = env);
 });
-afterAll(async () => {
-  await srv?.close();
-  await sink?.close();
-  await dns?.close();
-});
+afterAll(() => env?.close());
 
-let seq = 0;
-const rcpt = () => `far${++seq}@${RCPT_DOMAIN}`;
+const rcpt = addresses(RCPT_DOMAIN, "far");
 
 async function sendOne(): Promise<{ to: string; id: string; msg: SinkMessage }> {
   const to = rcpt();

@@ -9,6 +9,7 @@ import { startSmtpSink, type SmtpSink } from "../support/smtp-sink";
 import { expectTimeBetween } from "../support/time";
 import { waitFor } from "../support/wait";
 import { expectBare400, expectEnvelope, expectOk, expectValidation, isIsoDate, newProject, NO_SUCH_ID } from "./support";
+import { items, lookupContact } from "../support/api";
 
 const SEGMENT_KEYS = ["condition", "createdAt", "description", "id", "memberCount", "name", "projectId", "slug", "trackMembership", "type", "updatedAt"];
 const CONTACT_KEYS = ["createdAt", "data", "email", "id", "subscribed", "updatedAt"];
@@ -24,7 +25,6 @@ const f = (field: string, operator: string, value?: unknown, unit?: string): Fil
 });
 /** One group of ANDed filters. */
 const where = (...filters: Filter[]) => ({ logic: "AND", groups: [{ filters }] });
-const items = (body: any): any[] => (Array.isArray(body) ? body : (body?.data ?? []));
 
 /** The API of one server + account, as the tests of one describe block use it. */
 function client(get: () => { srv: TestServer; acc: Account }) {
@@ -784,8 +784,7 @@ describe("STATIC members", () => {
   let acc: Account;
   let other: Account;
   const c = client(() => ({ srv, acc }));
-  const lookup = async (email: string, who: Account = acc) =>
-    (await c.api("/contacts/lookup", { body: { emails: [email] }, who })).body.found?.[0] as { id: string; subscribed: boolean } | undefined;
+  const lookup = (email: string, who: Account = acc) => lookupContact(srv.api, who, email);
 
   beforeAll(async () => {
     srv = await startServer();

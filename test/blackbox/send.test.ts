@@ -10,19 +10,16 @@ import { expectTimeBetween } from "../support/time";
 import { waitFor } from "../support/wait";
 import { deliveryEnv, lastMessageFor, type DeliveryEnv } from "../support/delivery";
 import { expectCursorPage, expectEnvelope, expectOk, expectValidation, newProject, NO_SUCH_ID, rawHeader, UUID } from "./support";
+import { addresses, lookupContact } from "../support/api";
 
 
 const SENDER_DOMAIN = "send.bb.example";
 const RCPT_DOMAIN = "inbox-bb.example";
 const FROM = `hello@${SENDER_DOMAIN}`;
 
-let srv: TestServer;
-let dns: TestDns;
-let sink: SmtpSink;
-let acc: Account;
+let env: DeliveryEnv, srv: TestServer, dns: TestDns, sink: SmtpSink, acc: Account;
 let domain: DomainView;
 
-let env: DeliveryEnv;
 beforeAll(async () => {
   env = await deliveryEnv({ name: "BB send", mailDomain: RCPT_DOMAIN, senderDomain: SENDER_DOMAIN, config: { retryScheduleMs: [1000, 2000] } });
   ({ srv, dns, sink, acct: acc } = env);
@@ -30,13 +27,11 @@ beforeAll(async () => {
 });
 afterAll(() => env?.close());
 
-let seq = 0;
-const rcpt = (p = "r") => `${p}${++seq}@${RCPT_DOMAIN}`;
+const rcpt = addresses(RCPT_DOMAIN);
 const send = (body: unknown, opts: { key?: string; headers?: Record<string, string> } = {}) =>
   srv.api("/v1/send", { key: opts.key ?? acc.secretKey, body, headers: opts.headers });
 const basic = (to: unknown, extra: Record<string, unknown> = {}) => ({ to, from: FROM, subject: "Hello", body: "<p>Hi</p>", ...extra });
-const lookup = async (email: string, who: Account = acc) =>
-  (await srv.api("/contacts/lookup", { key: who.secretKey, body: { emails: [email] } })).body.found?.[0] as { id: string; subscribed: boolean } | undefined;
+const lookup = (email: string, who: Account = acc) => lookupContact(srv.api, who, email);
 const email = (id: string) => srv.api(`/emails/${id}`, { key: acc.secretKey });
 
 /** Polls GET /emails/:id (moving queued work along) until its status is one of `want`. */
@@ -99,8 +94,8 @@ describe("POST /v1/send: request and response", () => {
 
   test("neither template nor subject+body is 422", async () => {
     expectValidation(await send({ to: rcpt(), from: FROM }));
-    expectValidation(await send({ to: rcpt(), from: FROM, subject: "only subject" }));
-    expectValidation(await send({ to: rcpt(), from: FROM, body: "<p>only body</p>" }));
+    expectValidation(await send({ to: rcpt(), from: FROM, subject: "only subject" }), "body");
+    expectValidation(await send({ to: rcpt(), from: FROM, body: "<p>only body</p>" }), "subject");
   });
 
   test("to is required and must hold email addresses (422)", async () => {
@@ -230,6 +225,7 @@ describe("POST /v1/send: Idempotency-Key", () => {
     expectTimeBetween(err.details!.originalRequestAt, firstFrom, firstTo);
     expect(err.details!.originalStatusCode).toBe(first.status);
     await messageFor(to);
+    expect(sink.byRecipient(to)).toHaveLength(1);
     const list = await srv.api(`/emails?to=${encodeURIComponent(to)}`, { key: acc.secretKey });
     expect(list.body.total).toBe(1);
   });

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
 import { expectTimeBetween } from "../support/time";
 import { expectEnvelope, expectOk, expectValidation, newProject, NO_SUCH_ID } from "./support";
+import { contactEvents, items, lookupContact } from "../support/api";
 
 
 let srv: TestServer;
@@ -17,11 +18,9 @@ afterAll(() => srv?.close());
 let seq = 0;
 const uniq = (p = "t") => `${p}${++seq}-${Date.now()}@track-bb.example`;
 const track = (body: unknown, key = acc.publicKey, headers: Record<string, string> = {}) => srv.api("/v1/track", { key, body, headers });
-const items = (body: any): any[] => (Array.isArray(body) ? body : (body?.data ?? []));
-const lookup = async (email: string, who: Account = acc) =>
-  (await srv.api("/contacts/lookup", { key: who.secretKey, body: { emails: [email] } })).body.found[0] as { id: string; email: string; subscribed: boolean } | undefined;
+const lookup = (email: string, who: Account = acc) => lookupContact(srv.api, who, email);
 const contact = async (id: string) => (await srv.api(`/contacts/${id}`, { key: acc.secretKey })).body;
-const eventsOf = async (contactId: string) => items((await srv.api(`/events/contact/${contactId}`, { key: acc.secretKey })).body);
+const eventsOf = (contactId: string) => contactEvents(srv.api, acc, contactId);
 
 describe("POST /v1/track", () => {
   test("with the public key: { success: true, data: { contact: <id>, event: <id>, timestamp } }; the contact is created", async () => {

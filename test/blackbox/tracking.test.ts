@@ -2,41 +2,31 @@
 // recipient who only has the delivered message (links point at MAILSVC_PUBLIC_URL).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { addVerifiedDomain } from "../domains/support";
-import { startDns, type TestDns } from "../support/dns";
-import { createAccount, startServer, type Account, type TestServer } from "../support/server";
-import { startSmtpSink, type SmtpSink } from "../support/smtp-sink";
+import type { TestDns } from "../support/dns";
+import type { Account, TestServer } from "../support/server";
+import type { SmtpSink } from "../support/smtp-sink";
 import { expectTimeBetween } from "../support/time";
 import { waitFor } from "../support/wait";
 import { expectOk, hrefs, imgs, newProject } from "./support";
+import { addresses } from "../support/api";
+import { deliveryEnv, type DeliveryEnv } from "../support/delivery";
 
 
 const FROM = "news@track.bb.example";
 const RCPT_DOMAIN = "reader-bb.example";
 const LANDING = "https://landing.bb.example/offer?id=42&utm=x";
 
-let srv: TestServer;
-let dns: TestDns;
-let sink: SmtpSink;
-let acc: Account;
+let env: DeliveryEnv, srv: TestServer, dns: TestDns, sink: SmtpSink, acc: Account;
 
 beforeAll(async () => {
-  dns = await startDns();
-  dns.mailDomain(RCPT_DOMAIN);
-  sink = await startSmtpSink();
-  srv = await startServer({ config: { dnsServers: [dns.server], mxPort: sink.port } });
-  acc = await createAccount(srv.api, "BB tracking");
-  await addVerifiedDomain(srv.api, dns, acc, "track.bb.example");
+  env = await deliveryEnv({ name: "BB tracking", mailDomain: RCPT_DOMAIN, senderDomain: "track.bb.example" });
+  ({ srv, dns, sink, acct: acc } = env);
   // New projects default to MARKETING_ONLY (decisions.md); these tests track transactional mail.
   expect((await setTracking("ENABLED")).status).toBe(200);
 });
-afterAll(async () => {
-  await srv?.close();
-  await sink?.close();
-  await dns?.close();
-});
+afterAll(() => env?.close());
 
-let seq = 0;
-const rcpt = () => `reader${++seq}@${RCPT_DOMAIN}`;
+const rcpt = addresses(RCPT_DOMAIN, "reader");
 
 /** Sends one email and returns its id and the delivered HTML. */
 async function sendAndReceive(body: string, extra: Record<string, unknown> = {}, who: Account = acc) {

@@ -43,8 +43,8 @@ async function verify(email: string) {
 
 describe("POST /v1/verify", () => {
   test("a good address at a personal provider: valid, personal, MX and website, no reasons", async () => {
-    const d = await verify("jane@gmail.com");
-    expect(d).toMatchObject({
+    const d = await verify("Jane@Gmail.com");
+    expect(d).toEqual({
       email: "jane@gmail.com",
       valid: true,
       isDisposable: false,
@@ -57,29 +57,30 @@ describe("POST /v1/verify", () => {
       hasMxRecords: true,
       reasons: [],
     });
-    expect(d.suggestedEmail).toBeUndefined();
   });
 
   test("a company domain is not personal", async () => {
     const d = await verify("ops@company-bb.example");
-    expect(d).toMatchObject({ valid: true, isPersonalEmail: false, hasMxRecords: true });
+    expect(d).toMatchObject({ valid: true, isPersonalEmail: false, hasMxRecords: true, reasons: [] });
   });
 
   test("a disposable domain is flagged and not valid, with a reason", async () => {
     const d = await verify("temp@mailinator.com");
-    expect(d.isDisposable).toBe(true);
-    expect(d.valid).toBe(false);
-    expect(d.reasons.length).toBeGreaterThan(0);
+    expect(d).toMatchObject({ valid: false, isDisposable: true, hasMxRecords: true, domainExists: true, isPersonalEmail: false });
+    expect(d.reasons).toHaveLength(1);
+    expect(d.reasons[0]).toContain("disposable");
   });
 
   test("plus addressing is flagged (and does not make the address invalid)", async () => {
-    const d = await verify("jane+news@gmail.com");
-    expect(d.isPlusAddressed).toBe(true);
-    expect(d.valid).toBe(true);
+    expect(await verify("jane+news@gmail.com")).toMatchObject({ valid: true, isPlusAddressed: true, isPersonalEmail: true });
+    expect((await verify("jane@gmail.com")).isPlusAddressed).toBe(false);
+    expect((await verify("jane+@gmail.com")).isPlusAddressed).toBe(false);
   });
 
   test("an alias/forwarding service is flagged", async () => {
-    expect((await verify("someone@duck.com")).isAlias).toBe(true);
+    expect(await verify("someone@duck.com")).toMatchObject({ valid: true, isAlias: true, isPersonalEmail: false });
+    expect((await verify("abc@mozmail.com")).isAlias).toBe(true);
+    expect((await verify("abc@someone.anonaddy.com")).isAlias).toBe(true);
   });
 
   test("a likely typo of a provider is flagged with suggestedEmail, and is not valid", async () => {

@@ -11,13 +11,13 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Webhook } from "standardwebhooks";
-import { deliveryEnv, type DeliveryEnv } from "../support/delivery";
+import { deliveryEnv, lastMessageFor, type DeliveryEnv } from "../support/delivery";
 import { createAccount, freeTcpPort, makeApi, spawnServer, startServer, type Account, type Api, type SpawnedServer, type TestServer } from "../support/server";
 import { sendSmtp } from "../support/smtp-client";
-import type { SinkMessage } from "../support/smtp-sink";
 import { waitFor } from "../support/wait";
 import { startReceiver, type Received as Hit, type Receiver } from "../webhooks/support";
 import { arfReport, expectOk, hrefs, imgs, isIsoDate, newProject, UUID } from "./support";
+import { addresses, items, lookupContact } from "../support/api";
 
 setDefaultTimeout(30_000);
 
@@ -44,8 +44,6 @@ function verifyByHand(secret: string, h: Hit): void {
   expect(h.headers["webhook-signature"]!.split(" ")).toContain(`v1,${sig}`);
 }
 
-const items = (body: any): any[] => (Array.isArray(body) ? body : (body?.data ?? []));
-
 // ---- the shared environment: DNS, SMTP sink, inbound listener, a project with a verified domain and tracking on ----
 let env: DeliveryEnv;
 let srv: TestServer;
@@ -54,7 +52,7 @@ let rx: Receiver;
 let inboundPort: number;
 const FROM = `hello@${FROM_DOMAIN}`;
 let seq = 0;
-const rcpt = (p: string) => `${p}${++seq}@${RCPT_DOMAIN}`;
+const rcpt = addresses(RCPT_DOMAIN);
 
 beforeAll(async () => {
   inboundPort = await freeTcpPort();
@@ -93,16 +91,8 @@ const emailStatus = (id: string, status: string, advanceMs = 0) =>
     },
     { until: (v) => v?.status === status, what: `email ${id} ${status}` },
   );
-const messageFor = (address: string): Promise<SinkMessage> =>
-  waitFor(
-    async () => {
-      await srv.drainJobs();
-      return env.sink.byRecipient(address).at(-1);
-    },
-    { what: `a message for ${address}` },
-  );
-const lookup = async (a: Account, email: string) =>
-  (await srv.api("/contacts/lookup", { key: a.secretKey, body: { emails: [email] } })).body.found?.[0] as { id: string; subscribed: boolean } | undefined;
+const messageFor = (address: string) => lastMessageFor(env, address);
+const lookup = (a: Account, email: string) => lookupContact(srv.api, a, email);
 const ours = (u: string) => u.startsWith(srv.ctx.config.publicUrl);
 const deliverInbound = (mailFrom: string, rcptTo: string, raw: string) => sendSmtp(inboundPort, { from: mailFrom, to: [rcptTo], raw }, { ignoreTLS: true });
 

@@ -12,6 +12,7 @@ import { createAccount, startServer, type Account, type TestServer } from "../su
 import { expectTimeBetween } from "../support/time";
 import { waitFor } from "../support/wait";
 import { expectEnvelope, expectOffsetPage, expectOk, expectValidation, isIsoDate, newProject, NO_SUCH_ID } from "./support";
+import { contactEvents, items } from "../support/api";
 
 const SENDER_DOMAIN = "wf.bb.example";
 const FROM = `hello@${SENDER_DOMAIN}`;
@@ -56,7 +57,6 @@ afterAll(async () => {
 
 let seq = 0;
 const uniq = (p = "w") => `${p}${++seq}-${Date.now()}@wf-bb.example`;
-const items = (body: any): any[] => (Array.isArray(body) ? body : (body?.data ?? []));
 
 // ---- request helpers (a project is passed explicitly so blocks can spread over projects) ----
 const createWf = (body: unknown, who: Account = acc) => srv.api("/workflows", { key: who.secretKey, body });
@@ -109,7 +109,7 @@ async function newContact(data: Record<string, unknown> = {}, subscribed = true,
   return res.body as { id: string; email: string; data: Record<string, unknown>; subscribed: boolean };
 }
 const contactOf = async (id: string, who: Account = acc) => ok(await srv.api(`/contacts/${id}`, { key: who.secretKey }), 200);
-const eventsOf = async (contactId: string, who: Account = acc) => items(ok(await srv.api(`/events/contact/${contactId}`, { key: who.secretKey }), 200));
+const eventsOf = (contactId: string, who: Account = acc) => contactEvents(srv.api, who, contactId);
 
 /** Polls the execution (running queued work first) until its status is one of `want`. */
 function waitExec(wfId: string, id: string, want: string | string[], who: Account = acc) {

@@ -2,29 +2,20 @@
 // and key rotation that keeps every message verifying.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { addVerifiedDomain, publishRecords, type DomainView } from "../domains/support";
-import { startDns, type TestDns } from "../support/dns";
-import { createAccount, startServer, type Account, type TestServer } from "../support/server";
-import { startSmtpSink, type SmtpSink } from "../support/smtp-sink";
+import type { TestDns } from "../support/dns";
+import { createAccount, type Account, type TestServer } from "../support/server";
+import type { SmtpSink } from "../support/smtp-sink";
 import { dkimHeaders, rcpt, sendAndReceive, tag, verifyDkim } from "./support";
+import { deliveryEnv, type DeliveryEnv } from "../support/delivery";
 
 const RCPT_DOMAIN = "inbox-dkim.example";
-let srv: TestServer;
-let dns: TestDns;
-let sink: SmtpSink;
-let acc: Account;
+let env: DeliveryEnv, srv: TestServer, dns: TestDns, sink: SmtpSink, acc: Account;
 
 beforeAll(async () => {
-  dns = await startDns();
-  dns.mailDomain(RCPT_DOMAIN);
-  sink = await startSmtpSink();
-  srv = await startServer({ config: { dnsServers: [dns.server], mxPort: sink.port, hostname: "mta.deliver.example" } });
-  acc = await createAccount(srv.api, "DKIM");
+  env = await deliveryEnv({ name: "DKIM", mailDomain: RCPT_DOMAIN, config: { hostname: "mta.deliver.example" } });
+  ({ srv, dns, sink, acct: acc } = env);
 }, 30_000);
-afterAll(async () => {
-  await srv?.close();
-  await sink?.close();
-  await dns?.close();
-});
+afterAll(() => env?.close());
 
 const send = (from: string, extra: Record<string, unknown> = {}) =>
   sendAndReceive(srv, sink, acc, { to: rcpt(RCPT_DOMAIN), from, subject: "Your code", body: "<p>Code: 123456</p>", ...extra });

@@ -3,15 +3,13 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { arpaName, formatChecks, runDoctor, type Check } from "../../src/doctor";
 import { addVerifiedDomain } from "../domains/support";
-import { startDns, type TestDns } from "../support/dns";
-import { createAccount, startServer, type Account, type TestServer } from "../support/server";
-import { startSmtpSink, type SmtpSink } from "../support/smtp-sink";
+import type { TestDns } from "../support/dns";
+import type { Account, TestServer } from "../support/server";
+import type { SmtpSink } from "../support/smtp-sink";
+import { deliveryEnv, type DeliveryEnv } from "../support/delivery";
 
 const HOST = "mta.doctor.example";
-let srv: TestServer;
-let dns: TestDns;
-let sink: SmtpSink;
-let acc: Account;
+let env: DeliveryEnv, srv: TestServer, dns: TestDns, sink: SmtpSink, acc: Account;
 
 function publishHost() {
   dns.set(HOST, "A", ["127.0.0.1"]);
@@ -20,19 +18,12 @@ function publishHost() {
 }
 
 beforeAll(async () => {
-  dns = await startDns();
-  dns.mailDomain("probe.example");
-  sink = await startSmtpSink();
-  srv = await startServer({ config: { dnsServers: [dns.server], mxPort: sink.port, hostname: HOST, inboundSmtpPort: 0 } });
-  acc = await createAccount(srv.api, "Doctor");
+  env = await deliveryEnv({ name: "Doctor", mailDomain: "probe.example", config: { hostname: HOST, inboundSmtpPort: 0 } });
+  ({ srv, dns, sink, acct: acc } = env);
   publishHost();
   await addVerifiedDomain(srv.api, dns, acc, "doc-brand.example");
 }, 30_000);
-afterAll(async () => {
-  await srv?.close();
-  await sink?.close();
-  await dns?.close();
-});
+afterAll(() => env?.close());
 
 const byName = (checks: Check[], re: RegExp) => checks.filter((c) => re.test(c.name));
 const failures = (checks: Check[]) => checks.filter((c) => c.status === "fail").map((c) => c.name);

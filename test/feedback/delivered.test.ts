@@ -4,36 +4,25 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { insertContent, insertEmails } from "../../src/mail/outbox/enqueue";
 import { wakeOutbox } from "../../src/mail/outbox/outbox";
-import { addVerifiedDomain } from "../domains/support";
 import { sendSmtp } from "../support/smtp-client";
 import { arfReport, postfixBounce } from "../inbound/support";
-import { startDns, type TestDns } from "../support/dns";
-import { createAccount, freeTcpPort, startServer, type Account, type TestServer } from "../support/server";
-import { startSmtpSink, type SmtpSink } from "../support/smtp-sink";
+import { deliveryEnv, type DeliveryEnv } from "../support/delivery";
+import type { TestDns } from "../support/dns";
+import { freeTcpPort, type Account, type TestServer } from "../support/server";
+import type { SmtpSink } from "../support/smtp-sink";
 import { waitFor } from "../support/wait";
 import { contactRow, emailRow, eventsOf, hrefs, imgSrcs, suppression } from "./support";
 
 describe("delivered mail: headers, footer, tracking and feedback", () => {
-  let dns: TestDns;
-  let sink: SmtpSink;
-  let srv: TestServer;
-  let acct: Account;
+  let env: DeliveryEnv, dns: TestDns, sink: SmtpSink, srv: TestServer, acct: Account;
   let inboundPort: number;
 
   beforeAll(async () => {
-    dns = await startDns();
-    sink = await startSmtpSink();
     inboundPort = await freeTcpPort();
-    srv = await startServer({ config: { dnsServers: [dns.server], mxPort: sink.port, inboundSmtpPort: inboundPort } });
-    acct = await createAccount(srv.api);
-    await addVerifiedDomain(srv.api, dns, acct, "brand.example");
-    dns.mailDomain("reader.example");
+    env = await deliveryEnv({ mailDomain: "reader.example", senderDomain: "brand.example", config: { inboundSmtpPort: inboundPort } });
+    ({ dns, sink, srv, acct } = env);
   });
-  afterAll(async () => {
-    await srv.close();
-    await sink.close();
-    await dns.close();
-  });
+  afterAll(() => env.close());
 
   async function contact(email: string): Promise<string> {
     const r = await srv.api("/contacts", { key: acct.secretKey, body: { email, subscribed: true } });

@@ -9,6 +9,7 @@ import { waitFor } from "../support/wait";
 import { addContacts, createCampaign, RCPT, SENDER, waitForCampaign } from "../campaigns/support";
 import { chain, start, waitForExecution } from "../workflows/support";
 import { hrefs, imgSrcs } from "./support";
+import { addresses } from "../support/api";
 
 let env: DeliveryEnv;
 beforeAll(async () => {
@@ -21,8 +22,7 @@ const base = () => env.srv.ctx.config.publicUrl;
 const ours = (u: string) => u.startsWith(base());
 const FRAGMENT = '<h1>News</h1><p>Hi {{firstName}}, <a href="https://example.com/spring">read the spring news</a>.</p>';
 
-let seq = 0;
-const rcpt = (name: string) => `${name}${++seq}@${RCPT}`;
+const rcpt = addresses(RCPT);
 
 async function campaignMessage(to: string, over: Record<string, unknown> = {}): Promise<{ m: ParsedMail; campaign: any }> {
   await addContacts(env, [{ email: to, data: { firstName: "Ann" } }]);

@@ -6,10 +6,10 @@
 import { rawGet } from "../../src/db/raw";
 import { afterAll, beforeAll, beforeEach, expect, setDefaultTimeout, test } from "bun:test";
 import fc from "fast-check";
-import { addVerifiedDomain } from "../domains/support";
-import { startDns, type TestDns } from "../support/dns";
-import { startSmtpSink, type SmtpSink } from "../support/smtp-sink";
-import { createAccount, startServer, type Account, type ApiResponse, type TestServer } from "../support/server";
+import type { TestDns } from "../support/dns";
+import type { SmtpSink } from "../support/smtp-sink";
+import type { Account, ApiResponse, TestServer } from "../support/server";
+import { deliveryEnv, type DeliveryEnv } from "../support/delivery";
 
 setDefaultTimeout(120_000);
 
@@ -23,18 +23,15 @@ let dns: TestDns;
 let sink: SmtpSink;
 let acc: Account;
 let key: string;
+let env: DeliveryEnv;
 /** Ids of fixtures the generators may reference. */
 const fx = { dynamicSeg: "", staticSeg: "", templateId: "", contactId: "" };
 
 beforeAll(async () => {
-  dns = await startDns();
   // Recipients at rcpt.test are delivered to a sink: bounces would suppress addresses and, past 10%, disable the project.
-  dns.mailDomain("rcpt.test");
-  sink = await startSmtpSink();
-  srv = await startServer({ config: { dnsServers: [dns.server], mxPort: sink.port, rateLimit: 1_000_000 } });
-  acc = await createAccount(srv.api);
+  env = await deliveryEnv({ mailDomain: "rcpt.test", senderDomain: SENDER, config: { rateLimit: 1_000_000 } });
+  ({ srv, dns, sink, acct: acc } = env);
   key = acc.secretKey;
-  await addVerifiedDomain(srv.api, dns, acc, SENDER);
   // Contacts whose data covers every JSON kind and the date/number-looking strings the compiler special-cases.
   const datas: Record<string, unknown>[] = [
     { plan: "pro", n: 5, s: "10", d: "2024-02-29", dt: "2024-01-01T10:00:00+02:00", b: true, o: { x: 1 }, a: [1, 2], z: null },
@@ -71,9 +68,7 @@ afterAll(async () => {
     for (const l of lines) kinds[l.replace(/[0-9a-f-]{36}/g, "ID").replace(/\d+/g, "N").slice(0, 300)] = (kinds[l.replace(/[0-9a-f-]{36}/g, "ID").replace(/\d+/g, "N").slice(0, 300)] ?? 0) + 1;
     for (const [k, n] of Object.entries(kinds).sort((a, b) => b[1] - a[1]).slice(0, 40)) console.log("LOG", n, k);
   }
-  await srv?.close();
-  await dns?.close();
-  await sink?.close();
+  await env?.close();
 });
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -133,18 +133,6 @@ describe("POST /v1/send delivers", () => {
     expect((p.replyTo as { value: { address: string }[] }).value[0]!.address).toBe(`support@${SENDER}`);
   });
 
-  test("an Idempotency-Key reuse is refused with 409 and sends one message", async () => {
-    const body = { to: `idem@${RCPT}`, from, subject: "Once", body: "<p>once</p>" };
-    const first = await send(body, { "Idempotency-Key": "order-42" });
-    expect(first.status).toBe(200);
-    const second = await send(body, { "Idempotency-Key": "order-42" });
-    expect(second.status).toBe(409);
-    expect(second.body.error.code).toBe("IDEMPOTENCY_KEY_REUSED");
-    await waitForView(env.srv, key, first.body.data.emails[0].email, "DELIVERED");
-    await Bun.sleep(200);
-    expect(env.sink.byRecipient(`idem@${RCPT}`)).toHaveLength(1);
-  });
-
   test("a 550 ends BOUNCED and suppresses: the next send is SUPPRESSED and not attempted", async () => {
     env.sink.onRcpt = (rcpt) => (rcpt === `nobody@${RCPT}` ? { code: 550, message: "5.1.1 User unknown" } : undefined);
     const r = await send({ to: `nobody@${RCPT}`, from, subject: "x", body: "<p>x</p>" });
@@ -200,12 +188,6 @@ describe("POST /v1/send with a template", () => {
     expect(pb.html).toContain("<h1>Hello Tia</h1>");
     expect(pb.from!.value[0]).toEqual({ name: "Other Name", address: `other@${SENDER}` });
   });
-
-  test("an unknown template is 404", async () => {
-    const r = await send({ to: `t3@${RCPT}`, template: "01890000-0000-7000-8000-000000000000" });
-    expect(r.status).toBe(404);
-    expect(r.body.error.code).toBe("NOT_FOUND");
-  });
 });
 
 describe("POST /v1/send refuses", () => {
@@ -218,11 +200,6 @@ describe("POST /v1/send refuses", () => {
     if (code) expect(r.body.error.errors.map((e: { code: string }) => e.code)).toContain(code);
     return r;
   };
-
-  test("neither a template nor subject and body", async () => {
-    await expect422({ to: `v@${RCPT}`, from, subject: "only subject" }, "body");
-    await expect422({ to: `v@${RCPT}`, from, body: "<p>only body</p>" }, "subject");
-  });
 
   test("bad addresses, a subject with a newline, an empty body", async () => {
     await expect422({ ...base, to: "not-an-email" }, "to");
@@ -258,13 +235,6 @@ describe("POST /v1/send refuses", () => {
     const r = await send({ ...base, attachments: [{ ...one, content: big }, { ...one, content: big }] });
     expect(r.status).toBe(413);
     expect(r.body.error.code).toBe("PAYLOAD_TOO_LARGE");
-  });
-
-  test("a sender domain that is not verified is 403 with code INTERNAL_SERVER_ERROR", async () => {
-    const r = await send({ ...base, from: "someone@unverified.test" });
-    expect(r.status).toBe(403);
-    expect(r.body.error.code).toBe("INTERNAL_SERVER_ERROR");
-    expect(r.body.error.message).toContain("unverified.test");
   });
 
   test("the public key is 401 INVALID_API_KEY; nothing is stored by refused requests", async () => {

@@ -35,54 +35,14 @@ const verify = async (email: string) => {
   return res.body.data;
 };
 
+// The result shape and the flags (personal, company, disposable, plus, alias) are asserted by
+// test/blackbox/verify.test.ts (from the spec); here what the implementation adds: reasons, null MX, www, syntax.
 describe("POST /v1/verify", () => {
-  test("a personal provider address with MX records is valid, with the full result shape", async () => {
-    const r = await verify("Someone@Gmail.com");
-    expect(r).toEqual({
-      email: "someone@gmail.com",
-      valid: true,
-      isDisposable: false,
-      isAlias: false,
-      isTypo: false,
-      isPlusAddressed: false,
-      isPersonalEmail: true,
-      domainExists: true,
-      hasWebsite: true,
-      hasMxRecords: true,
-      reasons: [],
-    });
-  });
-
-  test("a company domain is not personal", async () => {
-    const r = await verify("jane@acme-corp.example");
-    expect(r).toMatchObject({ valid: true, isPersonalEmail: false, hasMxRecords: true, reasons: [] });
-  });
-
-  test("mailinator.com is disposable and therefore not valid", async () => {
-    const r = await verify("throwaway@mailinator.com");
-    expect(r).toMatchObject({ valid: false, isDisposable: true, hasMxRecords: true, domainExists: true, isPersonalEmail: false });
-    expect(r.reasons).toHaveLength(1);
-    expect(r.reasons[0]).toContain("disposable");
-  });
-
   test("gmial.com is a likely typo of gmail.com, with the suggested address", async () => {
     const r = await verify("john.doe@gmial.com");
     expect(r).toMatchObject({ valid: false, isTypo: true, suggestedEmail: "john.doe@gmail.com", domainExists: false, hasMxRecords: false });
     expect(r.reasons.some((x: string) => x.includes("john.doe@gmail.com"))).toBe(true);
     expect(r.reasons.some((x: string) => x.includes("does not exist"))).toBe(true);
-  });
-
-  test("user+tag is plus-addressed (and still valid)", async () => {
-    const r = await verify("user+newsletter@gmail.com");
-    expect(r).toMatchObject({ valid: true, isPlusAddressed: true, isPersonalEmail: true });
-    expect((await verify("user@gmail.com")).isPlusAddressed).toBe(false);
-    expect((await verify("user+@gmail.com")).isPlusAddressed).toBe(false);
-  });
-
-  test("alias and forwarding services are flagged", async () => {
-    expect(await verify("x7y8z9@duck.com")).toMatchObject({ valid: true, isAlias: true, isPersonalEmail: false });
-    expect((await verify("abc@mozmail.com")).isAlias).toBe(true);
-    expect((await verify("abc@someone.anonaddy.com")).isAlias).toBe(true);
   });
 
   test("a domain without MX records is not valid, even with an A record (informational)", async () => {
