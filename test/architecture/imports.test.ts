@@ -15,7 +15,6 @@ export const LAYERS: { name: string; prefixes: string[] }[] = [
   { name: "audience", prefixes: ["src/audience/"] },
   { name: "webhooks", prefixes: ["src/webhooks/"] },
   { name: "mail", prefixes: ["src/mail/"] },
-  { name: "automation", prefixes: ["src/automation/"] },
   { name: "web", prefixes: ["src/web/"] },
   { name: "modules", prefixes: ["src/modules/"] },
   { name: "assembly", prefixes: ["src/server.ts", "src/services.ts", "src/main.ts", "src/doctor.ts"] },
