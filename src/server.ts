@@ -62,7 +62,7 @@ export async function createContext(config: Config, opts: StartOptions = {}): Pr
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? createLogger();
   const metrics = new Metrics(() => emailStatusCounts(store), config.instanceId);
-  const jobs = new JobQueue(store.db, clock, log, { pollMs: opts.jobPollMs, metrics });
+  const jobs = new JobQueue(store.db, clock, log, { pollMs: opts.jobPollMs, metrics, leaseMs: config.leaseMs, instanceId: config.instanceId, engine: store.engine });
   return {
     metrics,
     config,

@@ -22,6 +22,7 @@ import p021 from "../../migrations/postgres/021_session_revocation.sql" with { t
 import p022 from "../../migrations/postgres/022_suppressions_double_opt_in.sql" with { type: "text" };
 import p023 from "../../migrations/postgres/023_sandbox.sql" with { type: "text" };
 import p024 from "../../migrations/postgres/024_track_opens.sql" with { type: "text" };
+import p026 from "../../migrations/postgres/026_leases.sql" with { type: "text" };
 
 /** The PostgreSQL history: one twin per SQLite migration, the same name, applied in the same order. */
 export const POSTGRES_MIGRATIONS: { name: string; sql: string }[] = [
@@ -47,4 +48,5 @@ export const POSTGRES_MIGRATIONS: { name: string; sql: string }[] = [
   { name: "022_suppressions_double_opt_in", sql: p022 },
   { name: "023_sandbox", sql: p023 },
   { name: "024_track_opens", sql: p024 },
+  { name: "026_leases", sql: p026 },
 ];

@@ -21,6 +21,7 @@ import m021 from "../../migrations/021_session_revocation.sql" with { type: "tex
 import m022 from "../../migrations/022_suppressions_double_opt_in.sql" with { type: "text" };
 import m023 from "../../migrations/023_sandbox.sql" with { type: "text" };
 import m024 from "../../migrations/024_track_opens.sql" with { type: "text" };
+import m026 from "../../migrations/026_leases.sql" with { type: "text" };
 
 export const MIGRATIONS: { name: string; sql: string }[] = [
   { name: "001_foundation", sql: m001 },
@@ -45,5 +46,6 @@ export const MIGRATIONS: { name: string; sql: string }[] = [
   { name: "022_suppressions_double_opt_in", sql: m022 },
   { name: "023_sandbox", sql: m023 },
   { name: "024_track_opens", sql: m024 },
+  { name: "026_leases", sql: m026 },
 ];
 

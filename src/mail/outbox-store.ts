@@ -33,8 +33,14 @@ export interface OutboxStore {
    * among them (per-project fairness and rates), the chosen move to SENDING with a lease, in one transaction.
    */
   claim(now: number, leaseUntil: number, candidates: number, choose: (rows: Candidate[]) => string[]): Promise<ClaimedEmail[]>;
-  /** Puts SENDING rows back in the queue (restart, shutdown, lost leases). Returns how many moved. */
-  requeue(now: number, ids: string[] | "all-sending"): Promise<number>;
+  /**
+   * Puts SENDING rows back in the queue. Returns how many moved. `ids`: this instance's own claims
+   * (shutdown); "expired": those ids only while their lease is still over (the lease sweep; a
+   * conditional UPDATE, so a row is requeued once whoever sweeps); "start-up": what a dead run left
+   * (on SQLite every SENDING row, one instance per file; on PostgreSQL only rows whose lease ended or
+   * that this instance id holds, never a live peer's).
+   */
+  requeue(now: number, ids: string[] | "all-sending", mode?: "expired" | "start-up"): Promise<number>;
   /** SENDING rows whose lease ran out. */
   expiredLeases(now: number): Promise<string[]>;
   loadContents(ids: string[]): Promise<ContentRow[]>;
@@ -71,7 +77,7 @@ export function outboxStore(ctx: AppContext): OutboxStore {
   const tx = <T>(fn: (q: Q) => Promise<T>) => atomic(ctx.db, engine, fn);
   return {
     claim: (now, leaseUntil, candidates, choose) => tx((q) => claimDue(q, now, leaseUntil, candidates, choose, ctx.config.instanceId)),
-    requeue: (now, ids) => requeue(q, now, ids),
+    requeue: (now, ids, mode) => requeue(q, now, ids, ctx.config.instanceId, mode),
     expiredLeases: (now) => expiredLeases(q, now),
     loadContents: (ids) => loadContents(q, ids),
     suppressedAmong: (projectId, emails) => suppressedAmongRaw(q, projectId, emails),
@@ -114,7 +120,7 @@ const CLAIMED_COLUMNS =
 const DUE = "SELECT id, project_id FROM emails WHERE status IN ('PENDING', 'DEFERRED') AND priority = ? AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?";
 const DUE_PG = `${DUE} FOR UPDATE SKIP LOCKED`;
 
-async function claimDue(q: Q, now: number, leaseUntil: number, candidates: number, choose: (rows: Candidate[]) => string[], _instance: string): Promise<ClaimedEmail[]> {
+async function claimDue(q: Q, now: number, leaseUntil: number, candidates: number, choose: (rows: Candidate[]) => string[], instance: string): Promise<ClaimedEmail[]> {
   const due = q.engine === "postgres" ? DUE_PG : DUE;
   const rows = await q.all<Candidate>(due, [0, now, candidates]);
   if (rows.length < candidates) rows.push(...(await q.all<Candidate>(due, [1, now, candidates - rows.length])));
@@ -122,19 +128,26 @@ async function claimDue(q: Q, now: number, leaseUntil: number, candidates: numbe
   const ids = choose(rows);
   if (!ids.length) return [];
   return q.all<ClaimedEmail>(
-    `UPDATE emails SET status = 'SENDING', lease_until = ?, updated_at = ?
+    `UPDATE emails SET status = 'SENDING', lease_until = ?, locked_by = ?, updated_at = ?
      WHERE id IN (SELECT value FROM json_each(?)) AND status IN ('PENDING', 'DEFERRED')
      RETURNING ${CLAIMED_COLUMNS}`,
-    [leaseUntil, now, JSON.stringify(ids)],
+    [leaseUntil, instance, now, JSON.stringify(ids)],
   );
 }
 
-async function requeue(q: Q, now: number, ids: string[] | "all-sending"): Promise<number> {
-  const set = `status = CASE WHEN attempts > 0 THEN 'DEFERRED' ELSE 'PENDING' END, lease_until = NULL,
+async function requeue(q: Q, now: number, ids: string[] | "all-sending", instance: string, mode?: "expired" | "start-up"): Promise<number> {
+  const set = `status = CASE WHEN attempts > 0 THEN 'DEFERRED' ELSE 'PENDING' END, lease_until = NULL, locked_by = NULL,
                next_attempt_at = COALESCE(next_attempt_at, ?), updated_at = ?`;
-  if (ids === "all-sending") return q.run(`UPDATE emails SET ${set} WHERE status = 'SENDING'`, [now, now]);
+  if (ids === "all-sending") {
+    // One instance per SQLite file: whatever is SENDING at start-up was left by a dead run.
+    if (mode !== "start-up" || q.engine === "sqlite") return q.run(`UPDATE emails SET ${set} WHERE status = 'SENDING'`, [now, now]);
+    return q.run(`UPDATE emails SET ${set} WHERE status = 'SENDING' AND (lease_until IS NULL OR lease_until < ? OR locked_by = ?)`, [now, now, now, instance]);
+  }
   if (!ids.length) return 0;
-  return q.run(`UPDATE emails SET ${set} WHERE status = 'SENDING' AND id IN (SELECT value FROM json_each(?))`, [now, now, JSON.stringify(ids)]);
+  if (mode === "expired") {
+    return q.run(`UPDATE emails SET ${set} WHERE status = 'SENDING' AND lease_until < ? AND id IN (SELECT value FROM json_each(?))`, [now, now, now, JSON.stringify(ids)]);
+  }
+  return q.run(`UPDATE emails SET ${set} WHERE status = 'SENDING' AND locked_by = ? AND id IN (SELECT value FROM json_each(?))`, [now, now, instance, JSON.stringify(ids)]);
 }
 
 async function expiredLeases(q: Q, now: number): Promise<string[]> {

@@ -179,7 +179,9 @@ export class Outbox {
 
   /** Requeues rows a dead process left in SENDING, then starts the loop. */
   async start(): Promise<void> {
-    const n = await this.store.requeue(this.ctx.clock.now(), "all-sending");
+    // Only what a dead run left: on PostgreSQL, rows whose lease ended or that this instance id holds
+    // (a live peer's SENDING emails stay its own).
+    const n = await this.store.requeue(this.ctx.clock.now(), "all-sending", "start-up");
     if (n) this.ctx.log.info("outbox: requeued emails left in SENDING by the previous run", { count: n });
     this.stopped = false;
     this.schedule(0);
@@ -267,8 +269,8 @@ export class Outbox {
   private async sweepLeases(now: number) {
     const lost = (await this.store.expiredLeases(now)).filter((id) => !this.inflight.has(id));
     if (!lost.length) return;
-    await this.store.requeue(now, lost);
-    this.ctx.log.warn("outbox: requeued emails whose lease expired", { count: lost.length });
+    const n = await this.store.requeue(now, lost, "expired");
+    if (n) this.ctx.log.warn("outbox: requeued emails whose lease expired", { count: n });
   }
 
   // ---- the pipeline -----------------------------------------------------------------------------

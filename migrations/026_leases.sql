@@ -1,0 +1,13 @@
+-- Leases across instances (issue 32). A claim records who holds it: emails in SENDING and active jobs
+-- carry the claiming instance's id (MAILSVC_INSTANCE_ID) next to lease_until. At start-up an instance
+-- takes back only its own rows and rows whose lease ended, never a live peer's.
+ALTER TABLE emails ADD COLUMN locked_by TEXT;
+ALTER TABLE jobs ADD COLUMN locked_by TEXT;
+-- Periodic tasks (Schedules.cron): one row per task. An instance runs a task only after winning the
+-- conditional UPDATE that moves due_at to the next due time, so a due time runs once across instances.
+CREATE TABLE periodic_tasks (
+  name TEXT PRIMARY KEY,
+  due_at INTEGER NOT NULL,
+  run_by TEXT,
+  run_at INTEGER
+);
