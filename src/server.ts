@@ -22,6 +22,7 @@ import { Schedules } from "./jobs/schedules";
 import { MODULES } from "./modules";
 import { Metrics } from "./observability/metrics";
 import { emailStatusCounts } from "./mail/outbox-store";
+import { periodicStore } from "./jobs/periodic-store";
 
 export interface RunningService {
   ctx: AppContext;
@@ -72,7 +73,7 @@ export async function createContext(config: Config, opts: StartOptions = {}): Pr
     log,
     jobs,
     feed: new EventFeed(store.db, clock, log, { lockCursors: store.engine === "postgres" }),
-    schedules: new Schedules(jobs, log, () => clock.now()),
+    schedules: new Schedules(jobs, log, () => clock.now(), periodicStore(store.db, store.engine, config.instanceId)),
     keys: new KeyCache(store.db),
     rateLimiter: new RateLimiter(config.rateLimit, clock),
     jwtSecret: await loadJwtSecret(store, config.jwtSecret),
