@@ -41,6 +41,8 @@ export interface OutboxStore {
    * that this instance id holds, never a live peer's).
    */
   requeue(now: number, ids: string[] | "all-sending", mode?: "expired" | "start-up"): Promise<number>;
+  /** Extends the lease of this instance's SENDING rows among `ids` (long work keeps its claim). Returns how many. */
+  renew(now: number, leaseUntil: number, ids: string[]): Promise<number>;
   /** SENDING rows whose lease ran out. */
   expiredLeases(now: number): Promise<string[]>;
   loadContents(ids: string[]): Promise<ContentRow[]>;
@@ -79,6 +81,15 @@ export function outboxStore(ctx: AppContext): OutboxStore {
     claim: (now, leaseUntil, candidates, choose) => tx((q) => claimDue(q, now, leaseUntil, candidates, choose, ctx.config.instanceId)),
     requeue: (now, ids, mode) => requeue(q, now, ids, ctx.config.instanceId, mode),
     expiredLeases: (now) => expiredLeases(q, now),
+    renew: (now, leaseUntil, ids) =>
+      ids.length
+        ? q.run("UPDATE emails SET lease_until = ? WHERE status = 'SENDING' AND locked_by = ? AND lease_until >= ? AND id IN (SELECT value FROM json_each(?))", [
+            leaseUntil,
+            ctx.config.instanceId,
+            now,
+            JSON.stringify(ids),
+          ])
+        : Promise.resolve(0),
     loadContents: (ids) => loadContents(q, ids),
     suppressedAmong: (projectId, emails) => suppressedAmongRaw(q, projectId, emails),
     unsubscribedAmong: (contactIds) => unsubscribedAmong(q, contactIds),

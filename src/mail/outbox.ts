@@ -58,6 +58,7 @@ export const DEFAULT_OUTBOX_OPTIONS: OutboxOptions = {
   batchSize: 50,
   maxInflight: 120,
   pollMs: 500,
+  // MAILSVC_LEASE replaces it (renewed while in flight, so a long SMTP conversation keeps its claim).
   leaseMs: 15 * 60_000,
   // MAILSVC_SEND_RATE sets it; unset, a project sends as fast as the engine goes.
   projectRatePerSecond: Infinity,
@@ -141,6 +142,7 @@ export class Outbox {
   /** Start another round as soon as this one ends (a full claim, a rate limit, a wake-up meanwhile). */
   private claimAgain = false;
   private lastLeaseSweep = 0;
+  private lastLeaseRenewal = 0;
   /** The pipelines of claimed batches still running (stop() waits for them). */
   private readonly batches = new Set<Promise<void>>();
 
@@ -149,7 +151,13 @@ export class Outbox {
     opts: Partial<OutboxOptions> = {},
   ) {
     // MAILSVC_SEND_RATE (IP warm-up) replaces the default per-project rate; explicit options win.
-    this.opts = { ...DEFAULT_OUTBOX_OPTIONS, ...(ctx.config.sendRate ? { projectRatePerSecond: ctx.config.sendRate } : {}), ...opts };
+    // MAILSVC_LEASE: a claim's lease, renewed every third of it while the email is in flight.
+    this.opts = {
+      ...DEFAULT_OUTBOX_OPTIONS,
+      ...(ctx.config.leaseMs ? { leaseMs: ctx.config.leaseMs } : {}),
+      ...(ctx.config.sendRate ? { projectRatePerSecond: ctx.config.sendRate } : {}),
+      ...opts,
+    };
     this.store = outboxStore(ctx);
     this.buckets = new ProjectBuckets(this.opts.projectRatePerSecond);
     this.keys = new SigningKeys(ctx, (domain) => this.store.systemSigningProject(domain));
@@ -245,6 +253,10 @@ export class Outbox {
   /** One round: sweeps lost leases (once a minute), claims what fits, starts its pipeline. */
   private async runRound(): Promise<void> {
     const now = this.ctx.clock.now();
+    if (this.inflight.size && now - this.lastLeaseRenewal >= this.opts.leaseMs / 3) {
+      this.lastLeaseRenewal = now;
+      await this.store.renew(now, now + this.opts.leaseMs, [...this.inflight.keys()]);
+    }
     if (now - this.lastLeaseSweep > 60_000) {
       this.lastLeaseSweep = now;
       await this.sweepLeases(now);
