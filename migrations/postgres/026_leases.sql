@@ -11,3 +11,12 @@ CREATE TABLE periodic_tasks (
   run_by text,
   run_at bigint
 );
+-- The send rate shared by instances (MAILSVC_SEND_RATE on PostgreSQL): messages claimed per project and
+-- one-second window; a claim takes what is left of the window's budget with a conditional UPDATE.
+CREATE TABLE send_rate_windows (
+  project_id text NOT NULL,
+  window_start bigint NOT NULL,
+  sent bigint NOT NULL DEFAULT 0,
+  granted bigint NOT NULL DEFAULT 0,
+  PRIMARY KEY (project_id, window_start)
+);

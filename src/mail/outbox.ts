@@ -260,6 +260,7 @@ export class Outbox {
     if (now - this.lastLeaseSweep > 60_000) {
       this.lastLeaseSweep = now;
       await this.sweepLeases(now);
+      await this.store.pruneRateWindows(now);
     }
     const free = this.opts.maxInflight - this.inflight.size;
     if (free < this.claimThreshold()) return; // settling rows wake us
@@ -293,7 +294,7 @@ export class Outbox {
       const chosen = chooseFairly(candidates, limit, this.buckets, now);
       if (chosen.limited) this.claimAgain = true; // rate-limited: look again soon
       return chosen.ids;
-    });
+    }, this.opts.projectRatePerSecond);
     for (const r of rows) this.inflight.set(r.id, r);
     return rows;
   }
