@@ -3,6 +3,7 @@
 // takes back only what is its own or whose lease ended. On SQLite (one instance per file) start-up
 // still takes back every claim a dead run left.
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import type { Config } from "../../src/config";
 import { outboxStore } from "../../src/mail/outbox-store";
 import { TEST_ENGINE } from "../support/postgres";
 import { startServer, type TestServer } from "../support/server";
@@ -19,10 +20,10 @@ beforeAll(async () => {
 afterAll(() => env.close());
 
 /** A second instance on the first one's database. */
-function peer(instanceId: string): Promise<TestServer> {
+function peer(instanceId: string, more: Partial<Config> = {}): Promise<TestServer> {
   // The same dbPath names the same database on either engine (the same PostgreSQL database too).
   const { dnsServers, mxPort } = env.srv.ctx.config;
-  return startServer({ dbPath: env.srv.dbPath, clock: env.srv.clock, config: { dnsServers, mxPort, instanceId } });
+  return startServer({ dbPath: env.srv.dbPath, clock: env.srv.clock, config: { dnsServers, mxPort, instanceId, ...more } });
 }
 
 async function sentEmails(n: number): Promise<string[]> {
@@ -171,5 +172,23 @@ test("the send rate is shared by instances on PostgreSQL (a budget per project a
   } finally {
     await b.close();
     await env.srv.ctx.db.updateTable("emails").set({ status: "DELIVERED", next_attempt_at: null, locked_by: null, lease_until: null }).where("id", "in", ids).execute();
+  }
+});
+
+test("a live instance renews the lease of a long job (every third of MAILSVC_LEASE)", async () => {
+  const b = await peer("instance-b", { leaseMs: 3_000 });
+  try {
+    const leases: number[] = [];
+    const read = async (id: string) => Number((await b.ctx.db.selectFrom("jobs").select("lease_until").where("id", "=", id).executeTakeFirstOrThrow()).lease_until);
+    b.ctx.jobs.register("test.long", async (job) => {
+      leases.push(await read(job.id));
+      await Bun.sleep(1_500);
+      leases.push(await read(job.id));
+    });
+    await b.ctx.jobs.enqueue("test.long", {});
+    await waitFor(() => leases.length, { until: (n) => n === 2, what: "the long job to finish" });
+    expect(leases[1]!).toBeGreaterThan(leases[0]!);
+  } finally {
+    await b.close();
   }
 });
