@@ -3,6 +3,8 @@
 -- takes back only its own rows and rows whose lease ended, never a live peer's.
 ALTER TABLE emails ADD COLUMN locked_by text;
 ALTER TABLE jobs ADD COLUMN locked_by text;
+-- A webhook delivery being sent by an instance (PostgreSQL): its next_attempt_at is moved to the lease's end.
+ALTER TABLE webhook_deliveries ADD COLUMN locked_by text;
 -- Periodic tasks (Schedules.cron): one row per task. An instance runs a task only after winning the
 -- conditional UPDATE that moves due_at to the next due time, so a due time runs once across instances.
 CREATE TABLE periodic_tasks (

@@ -1,9 +1,9 @@
-import { atomic } from "../db/raw";
+import { atomic, qOf } from "../db/raw";
 import type { AppContext } from "../context";
 import { safeFetch, type SafeFetchOutcome } from "../net/safe-fetch";
 import { signWebhook } from "./sign";
 import { GroupCommit } from "../db/group-commit";
-import { dueDeliveries, endpointsWithDue, recordAttemptsRaw, type AttemptRecord } from "./store";
+import { claimDelivery, releaseOwnDeliveries, dueDeliveries, endpointsWithDue, recordAttemptsRaw, type AttemptRecord } from "./store";
 
 /**
  * Sends the PENDING webhook_deliveries rows. The rows are the durable queue (written in the event
@@ -106,7 +106,11 @@ export class WebhookDispatcher {
 
   start(): void {
     this.stopped = false;
-    this.schedule(0);
+    if (this.ctx.store.engine !== "postgres") return this.schedule(0);
+    // PostgreSQL: what this instance id was sending when it died is due again at once.
+    releaseOwnDeliveries(qOf(this.ctx.db, "postgres"), this.ctx.config.instanceId, this.ctx.clock.now())
+      .catch((e) => this.ctx.log.error("webhook dispatcher: releasing this instance's deliveries failed", { error: String(e) }))
+      .finally(() => this.schedule(0));
   }
 
   async stop(): Promise<void> {
@@ -238,6 +242,11 @@ export class WebhookDispatcher {
     try {
       // Nothing is sent once the endpoint is disabled, deleted or changed (forget() killed its lane).
       if (lane.dead) return;
+      // PostgreSQL: instances share the deliveries; the one whose claim wins sends (SQLite: one instance per file).
+      if (this.ctx.store.engine === "postgres" && row.next_attempt_at !== null) {
+        const q = qOf(this.ctx.db, "postgres");
+        if (!(await claimDelivery(q, row.id, Number(row.next_attempt_at), this.ctx.clock.now() + this.ctx.config.leaseMs, this.ctx.config.instanceId))) return;
+      }
       const outcome = await this.send(lane.ep, row.id, row.payload);
       responded();
       await this.commits.add({ id: row.id, record: this.decide(outcome, row.attempts + 1) });
