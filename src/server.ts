@@ -24,6 +24,7 @@ import { Schedules } from "./jobs/schedules";
 import { MODULES } from "./modules";
 import { Metrics } from "./observability/metrics";
 import { emailStatusCounts } from "./mail/outbox/outbox-store";
+import { periodicStore } from "./jobs/periodic-store";
 
 export interface RunningService {
   ctx: AppContext;
@@ -64,7 +65,7 @@ export async function createContext(config: Config, opts: StartOptions = {}): Pr
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? createLogger();
   const metrics = new Metrics(() => emailStatusCounts(store), config.instanceId);
-  const jobs = new JobQueue(store.db, clock, log, { pollMs: opts.jobPollMs, metrics });
+  const jobs = new JobQueue(store.db, clock, log, { pollMs: opts.jobPollMs, metrics, leaseMs: config.leaseMs, instanceId: config.instanceId, engine: store.engine });
   const ctx: AppContext = {
     metrics,
     config,
@@ -74,7 +75,7 @@ export async function createContext(config: Config, opts: StartOptions = {}): Pr
     log,
     jobs,
     feed: new EventFeed(store.db, clock, log, { lockCursors: store.engine === "postgres" }),
-    schedules: new Schedules(jobs, log, () => clock.now()),
+    schedules: new Schedules(jobs, log, () => clock.now(), periodicStore(store.db, store.engine, config.instanceId)),
     keys: new KeyCache(store.db),
     rateLimiter: new RateLimiter(config.rateLimit, clock),
     jwtSecret: await loadJwtSecret(store, config.jwtSecret),

@@ -44,7 +44,12 @@ export interface EnqueueOptions {
 export interface JobsOptions {
   concurrency?: number;
   pollMs?: number;
+  /** MAILSVC_LEASE: how long a claim lasts without renewal before another instance may take the job over. */
   leaseMs?: number;
+  /** MAILSVC_INSTANCE_ID: written as locked_by on the jobs this queue runs. */
+  instanceId?: string;
+  /** PostgreSQL: several instances may share the queue (start-up takes back only its own or expired claims). */
+  engine?: "sqlite" | "postgres";
   metrics?: Metrics;
 }
 
@@ -52,7 +57,9 @@ export interface JobsOptions {
  * The durable job loop. Jobs are rows with run_at; a claim is one UPDATE … RETURNING that moves
  * due rows to `active` with a lease. A throw is retried with exponential backoff until
  * max_attempts, then `failed`. On start, jobs left `active` by a dead process go back to `waiting`
- * (one process owns the queue) and resume from their checkpoint.
+ * and resume from their checkpoint: on SQLite every active job (one process per file), on PostgreSQL
+ * only jobs whose lease ended or that this instance id holds (a live peer's jobs stay its own). A
+ * running job's lease is renewed every third of MAILSVC_LEASE while its handler runs.
  */
 
 /** A new waiting job row. */
@@ -78,6 +85,8 @@ export class JobQueue {
   private readonly pollMs: number;
   private readonly loop: PollTimer;
   private readonly leaseMs: number;
+  private readonly instanceId: string | null;
+  private readonly shared: boolean;
 
   constructor(
     private readonly db: Kysely<DB>,
@@ -89,6 +98,8 @@ export class JobQueue {
     this.pollMs = opts.pollMs ?? 250;
     this.loop = new PollTimer(this.pollMs, () => this.tick(), (e) => this.log.error("job loop tick failed", { error: String(e) }));
     this.leaseMs = opts.leaseMs ?? 60_000;
+    this.instanceId = opts.instanceId ?? null;
+    this.shared = opts.engine === "postgres";
     this.metrics = opts.metrics;
   }
   private readonly metrics?: Metrics;
@@ -156,11 +167,14 @@ export class JobQueue {
 
   async start(): Promise<void> {
     const now = this.clock.now();
-    await this.db
-      .updateTable("jobs")
-      .set({ state: "waiting", lease_until: null, updated_at: now })
-      .where("state", "=", "active")
-      .execute();
+    let reset = this.db.updateTable("jobs").set({ state: "waiting", lease_until: null, locked_by: null, updated_at: now }).where("state", "=", "active");
+    if (this.shared) {
+      const me = this.instanceId;
+      reset = reset.where((eb) =>
+        eb.or([eb("lease_until", "is", null), eb("lease_until", "<", now), ...(me ? [eb("locked_by", "=", me)] : [])]),
+      );
+    }
+    await reset.execute();
     this.loop.start();
   }
 
@@ -192,7 +206,7 @@ export class JobQueue {
     if (!ids.length) return 0;
     const claimed = await this.db
       .updateTable("jobs")
-      .set({ state: "active", lease_until: now + this.leaseMs, updated_at: now, attempts: (eb) => eb("attempts", "+", 1) })
+      .set({ state: "active", lease_until: now + this.leaseMs, locked_by: this.instanceId, updated_at: now, attempts: (eb) => eb("attempts", "+", 1) })
       .where("id", "in", ids)
       .where((eb) =>
         eb.or([
@@ -265,6 +279,18 @@ export class JobQueue {
         return true;
       },
     };
+    // Long work keeps its claim: the lease is renewed while the handler runs (only while still ours).
+    const renew = setInterval(() => {
+      const now = this.clock.now();
+      this.db
+        .updateTable("jobs")
+        .set({ lease_until: now + this.leaseMs })
+        .where("id", "=", row.id)
+        .where("state", "=", "active")
+        .where("attempts", "=", row.attempts)
+        .execute()
+        .catch((e) => this.log.warn("job lease renewal failed", { job: row.id, error: String(e) }));
+    }, Math.max(1_000, Math.floor(this.leaseMs / 3)));
     try {
       const result = await handler(ctx);
       const now = this.clock.now();
@@ -275,6 +301,7 @@ export class JobQueue {
           progress: 100,
           result: result === undefined ? null : JSON.stringify(result),
           lease_until: null,
+          locked_by: null,
           finished_at: now,
           updated_at: now,
         })
@@ -292,6 +319,7 @@ export class JobQueue {
           error: String((e as Error)?.message ?? e),
           run_at: final ? row.run_at : now + backoff,
           lease_until: null,
+          locked_by: null,
           finished_at: final ? now : null,
           updated_at: now,
         })
@@ -299,6 +327,7 @@ export class JobQueue {
         .execute()
         .catch(() => {});
     } finally {
+      clearInterval(renew);
       this.running--;
       this.loop.schedule(0);
     }

@@ -1,16 +1,24 @@
 import { Cron } from "croner";
 import type { Logger } from "../http/logger";
+import type { PeriodicStore } from "./periodic-store";
 import type { JobQueue } from "./queue";
 
 /**
  * Periodic work. `every` schedules are durable and clock-driven: a job of type `schedule:<name>`
  * that re-enqueues itself `intervalMs` after each run (so tests move the clock instead of sleeping,
- * and a restart does not lose or double the schedule). `cron` is wall-clock housekeeping via croner.
+ * and a restart does not lose or double the schedule; the `:next` dedupe key keeps one queued run across
+ * instances). `cron` is wall-clock housekeeping via croner: every instance's timer fires, and with a
+ * PeriodicStore only the instance that wins the task's due time (periodic_tasks) runs it.
  */
 export class Schedules {
   private crons: Cron[] = [];
   private intervals = new Map<string, number>();
-  constructor(private readonly jobs: JobQueue, private readonly log: Logger, private readonly now: () => number) {}
+  constructor(
+    private readonly jobs: JobQueue,
+    private readonly log: Logger,
+    private readonly now: () => number,
+    private readonly periodic?: PeriodicStore,
+  ) {}
 
   every(name: string, intervalMs: number, fn: () => Promise<void>): void {
     const type = `schedule:${name}`;
@@ -34,9 +42,16 @@ export class Schedules {
 
   /** Croner names are process-global, so `name` stays ours (logs) and is not given to croner: tests run several instances. */
   cron(name: string, pattern: string, fn: () => Promise<void> | void): void {
-    this.crons.push(
-      new Cron(pattern, { protect: true, catch: (e) => this.log.error("schedule failed", { name, error: String(e) }) }, fn),
-    );
+    const periodic = this.periodic;
+    const run = periodic
+      ? async (self: Cron) => {
+          // Wall-clock, as croner is: the due time is the same instant for every instance.
+          const now = Date.now();
+          const next = self.nextRun()?.getTime() ?? now + 86_400_000;
+          if (await periodic.claim(name, now, next)) await fn();
+        }
+      : fn;
+    this.crons.push(new Cron(pattern, { protect: true, catch: (e) => this.log.error("schedule failed", { name, error: String(e) }) }, run));
   }
 
   stop(): void {

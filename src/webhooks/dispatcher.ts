@@ -1,10 +1,10 @@
 import { PollTimer } from "../jobs/poll-timer";
-import { atomic } from "../db/raw";
+import { atomic, qOf } from "../db/raw";
 import type { AppContext } from "../context";
 import { safeFetch, type SafeFetchOutcome } from "../net/safe-fetch";
 import { signWebhook } from "./sign";
 import { GroupCommit } from "../db/group-commit";
-import { dueDeliveries, endpointsWithDue, recordAttemptsRaw, type AttemptRecord } from "./store";
+import { claimDelivery, releaseOwnDeliveries, dueDeliveries, endpointsWithDue, recordAttemptsRaw, type AttemptRecord } from "./store";
 
 /**
  * Sends the PENDING webhook_deliveries rows. The rows are the durable queue (written in the event
@@ -79,6 +79,8 @@ export class WebhookDispatcher {
   private readonly global: number;
   private readonly pollMs: number;
   private readonly loop: PollTimer;
+  /** PostgreSQL: the release of this instance's own claims before the first tick (stop waits for it). */
+  private starting: Promise<void> = Promise.resolve();
   readonly timeoutMs: number;
   private lanes = new Map<string, Lane>();
   /** Recently finished attempts, numbered: a read that began before one finished may still see its row as due. */
@@ -106,10 +108,15 @@ export class WebhookDispatcher {
   }
 
   start(): void {
-    this.loop.start();
+    if (this.ctx.store.engine !== "postgres") return this.loop.start();
+    // PostgreSQL: what this instance id was sending when it died is due again at once (before the first tick).
+    this.starting = releaseOwnDeliveries(qOf(this.ctx.db, "postgres"), this.ctx.config.instanceId, this.ctx.clock.now())
+      .catch((e) => this.ctx.log.error("webhook dispatcher: releasing this instance's deliveries failed", { error: String(e) }))
+      .then(() => this.loop.start());
   }
 
   async stop(): Promise<void> {
+    await this.starting;
     this.loop.stop();
     await Promise.allSettled([...this.tasks]);
     await this.commits.flush();
@@ -227,6 +234,11 @@ export class WebhookDispatcher {
     try {
       // Nothing is sent once the endpoint is disabled, deleted or changed (forget() killed its lane).
       if (lane.dead) return;
+      // PostgreSQL: instances share the deliveries; the one whose claim wins sends (SQLite: one instance per file).
+      if (this.ctx.store.engine === "postgres" && row.next_attempt_at !== null) {
+        const q = qOf(this.ctx.db, "postgres");
+        if (!(await claimDelivery(q, row.id, Number(row.next_attempt_at), this.ctx.clock.now() + this.ctx.config.leaseMs, this.ctx.config.instanceId))) return;
+      }
       const outcome = await this.send(lane.ep, row.id, row.payload);
       responded();
       await this.commits.add({ id: row.id, record: this.decide(outcome, row.attempts + 1) });

@@ -5,7 +5,7 @@ import type { WebhookDeliveriesTable } from "../db/tables/webhooks";
 
 /** SQL of the webhook dispatcher and the event consumer (the delivery rows are their queue). */
 
-export type DeliveryInsert = WebhookDeliveriesTable;
+export type DeliveryInsert = Omit<WebhookDeliveriesTable, "locked_by">;
 
 /** The Kysely form of insertDeliveriesRaw (the portable sibling). */
 export async function insertDeliveries(db: Kysely<DB> | Transaction<DB>, rows: DeliveryInsert[]): Promise<void> {
@@ -95,6 +95,21 @@ export function dueDeliveries(db: Kysely<DB>, endpointId: string, now: number, l
     .execute();
 }
 
+/**
+ * PostgreSQL, several instances: takes one due delivery for this instance before it is sent, a
+ * compare-and-set on the next_attempt_at it was read with, moved to `leaseUntil` (MAILSVC_LEASE). False:
+ * another instance took it (or it changed). The attempt's outcome then sets next_attempt_at as always; a
+ * delivery whose instance died is due again when the lease ends.
+ */
+export async function claimDelivery(q: Q, id: string, readAt: number, leaseUntil: number, instance: string): Promise<boolean> {
+  return (await q.run("UPDATE webhook_deliveries SET next_attempt_at = ?, locked_by = ? WHERE id = ? AND status = 'PENDING' AND next_attempt_at = ?", [leaseUntil, instance, id, readAt])) > 0;
+}
+
+/** At start-up: deliveries this instance id claimed before it died are due again now (others' wait for their lease). */
+export function releaseOwnDeliveries(q: Q, instance: string, now: number): Promise<number> {
+  return q.run("UPDATE webhook_deliveries SET next_attempt_at = ?, locked_by = NULL WHERE status = 'PENDING' AND locked_by = ?", [now, instance]);
+}
+
 export interface AttemptRecord {
   status: "PENDING" | "DELIVERED" | "FAILED";
   attempts: number;
@@ -113,7 +128,7 @@ export interface AttemptRecord {
  */
 export async function recordAttemptsRaw(q: Q, attempts: { id: string; record: AttemptRecord }[]): Promise<void> {
   const upd = `UPDATE webhook_deliveries SET status = ?, attempts = ?, next_attempt_at = ?, response_status = ?, response_body = ?, error = ?,
-       delivered_at = ?, updated_at = ? WHERE id = ? AND status = 'PENDING'`;
+       delivered_at = ?, updated_at = ?, locked_by = NULL WHERE id = ? AND status = 'PENDING'`;
   for (const { id, record: r } of attempts) await q.run(upd, [r.status, r.attempts, r.nextAttemptAt, r.responseStatus, r.responseBody, r.error, r.deliveredAt, r.now, id]);
 }
 

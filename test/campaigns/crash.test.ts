@@ -49,6 +49,8 @@ test("kill -9 mid fan-out and mid delivery: one email row per recipient, every r
     MAILSVC_MX_PORT: String(sink.port),
     MAILSVC_HOSTNAME: "mailsvc.crash",
     MAILSVC_RATE_LIMIT: "1000000",
+    // A stable id across the restarts: on PostgreSQL a restarted instance takes back its own claims at once.
+    MAILSVC_INSTANCE_ID: "campaign-crash",
     MAILSVC_CAMPAIGN_BATCH_SIZE: "10", // many small fan-out transactions: the kill lands in the middle
   };
   let srv: SpawnedServer = await spawnServer(env);

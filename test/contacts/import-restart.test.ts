@@ -51,7 +51,9 @@ test("an import whose process is killed (kill -9) mid-way resumes on the next st
   const { makeApi, spawnServer } = await import("../support/server");
   const dir = mkdtempSync(join(tmpdir(), "mailsvc-crash-"));
   const dbPath = join(dir, "crash.db");
-  const child = await spawnServer({ MAILSVC_DB: dbPath });
+  // One stable instance id across the kill and the restart: on PostgreSQL the restarted instance takes back
+  // its own active job at once (another id would wait for the job's lease to end, MAILSVC_LEASE).
+  const child = await spawnServer({ MAILSVC_DB: dbPath, MAILSVC_INSTANCE_ID: "import-crash" });
   const api = makeApi(child.url);
   const acc = await createAccount(api);
   const ROWS = 40_000;
@@ -63,7 +65,7 @@ test("an import whose process is killed (kill -9) mid-way resumes on the next st
   await waitFor(async () => (await api(`/contacts/import/${jobId}`, { key: acc.secretKey })).body.result.succeeded as number, { intervalMs: 2, what: "the first committed chunk" });
   await child.kill("SIGKILL");
 
-  const srv = await startServer({ dbPath });
+  const srv = await startServer({ dbPath, config: { instanceId: "import-crash" } });
   try {
     const before = (await srv.api(`/contacts/import/${jobId}`, { key: acc.secretKey })).body;
     expect(before.result.succeeded).toBeGreaterThan(0);

@@ -145,7 +145,8 @@ describe("outbox lifecycle", () => {
     // Stop the engine first so the rows stay queued, then fake a crash mid-send.
     await first.ctx.services.outbox.stop();
     const ids = await enqueueDirect(first, acct.projectId, content, [{ email: "late1@rcpt.test" }, { email: "late2@rcpt.test" }]);
-    await first.ctx.db.updateTable("emails").set({ status: "SENDING", lease_until: first.clock.now() + 60_000 }).where("id", "in", ids).execute();
+    // Claimed by this instance (its id, as a claim writes it): the restart with the same id takes them back at once.
+    await first.ctx.db.updateTable("emails").set({ status: "SENDING", lease_until: first.clock.now() + 60_000, locked_by: first.ctx.config.instanceId }).where("id", "in", ids).execute();
     await first.stop();
     const second = await startServer({ dbPath: first.dbPath, config: { dnsServers: [env.dns.server], mxPort: env.sink.port } });
     try {

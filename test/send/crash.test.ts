@@ -34,6 +34,9 @@ test("kill -9 mid-send, restart: every recipient gets its message, duplicates on
     MAILSVC_MX_PORT: String(sink.port),
     MAILSVC_HOSTNAME: "mailsvc.crash",
     MAILSVC_RATE_LIMIT: "1000000",
+    // A stable id across the restart: on PostgreSQL the restarted instance takes back its own SENDING
+    // emails at once (another id would wait for their lease to end, MAILSVC_LEASE).
+    MAILSVC_INSTANCE_ID: "crash-instance",
   };
   let srv: SpawnedServer = await spawnServer(env);
   cleanups.push(() => srv.kill());

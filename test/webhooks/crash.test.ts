@@ -24,6 +24,9 @@ test("kill -9 with deliveries pending, restart: each one is delivered", async ()
     MAILSVC_ALLOW_PRIVATE_WEBHOOKS: "true",
     MAILSVC_WEBHOOK_RETRY_SCHEDULE: "1s",
     MAILSVC_RATE_LIMIT: "1000000",
+    // A stable id across the restart: on PostgreSQL the restarted instance sends again at once what it
+    // had claimed (another id would wait for the claims' lease to end, MAILSVC_LEASE).
+    MAILSVC_INSTANCE_ID: "webhook-crash-instance",
   };
   let srv: SpawnedServer = await spawnServer(env);
   cleanups.push(() => srv.kill());

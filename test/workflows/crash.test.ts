@@ -32,6 +32,8 @@ test("kill -9 while executions wait: each resumes once and sends once", async ()
     MAILSVC_MX_PORT: String(sink.port),
     MAILSVC_HOSTNAME: "mailsvc.wfcrash",
     MAILSVC_RATE_LIMIT: "1000000",
+    // A stable id across the restarts: on PostgreSQL a restarted instance takes back its own claims at once.
+    MAILSVC_INSTANCE_ID: "workflow-crash",
   };
   let srv: SpawnedServer = await spawnServer(env);
   cleanups.push(() => srv.kill());

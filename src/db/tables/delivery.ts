@@ -55,6 +55,8 @@ export interface EmailsTable {
   attempts: Generated<number>;
   next_attempt_at: number | null;
   lease_until: number | null;
+  /** The instance holding the SENDING lease (MAILSVC_INSTANCE_ID). */
+  locked_by: Generated<string | null>;
   last_reply: string | null;
   mx_host: string | null;
   created_at: number;

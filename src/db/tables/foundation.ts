@@ -76,10 +76,20 @@ export interface JobsTable {
   max_attempts: number;
   run_at: number;
   lease_until: Generated<number | null>;
+  /** The instance holding the lease (MAILSVC_INSTANCE_ID) while active. */
+  locked_by: Generated<string | null>;
   dedupe_key: string | null;
   created_at: number;
   updated_at: number;
   finished_at: Generated<number | null>;
+}
+
+/** A periodic task (Schedules.cron): its next due time and who ran the last one (migration 026). */
+export interface PeriodicTasksTable {
+  name: string;
+  due_at: number;
+  run_by: string | null;
+  run_at: number | null;
 }
 
 export interface FoundationTables {
@@ -91,4 +101,5 @@ export interface FoundationTables {
   revoked_sessions: RevokedSessionsTable;
   idempotency_keys: IdempotencyKeysTable;
   jobs: JobsTable;
+  periodic_tasks: PeriodicTasksTable;
 }

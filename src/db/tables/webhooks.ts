@@ -1,3 +1,5 @@
+import type { Generated } from "kysely";
+
 export type WebhookDeliveryStatus = "PENDING" | "DELIVERED" | "FAILED";
 
 export interface WebhookEndpointsTable {
@@ -29,6 +31,8 @@ export interface WebhookDeliveriesTable {
   created_at: number;
   updated_at: number;
   delivered_at: number | null;
+  /** The instance sending it (PostgreSQL, migration 026); cleared by the attempt's outcome. */
+  locked_by: Generated<string | null>;
 }
 
 export interface WebhookTables {

@@ -32,9 +32,19 @@ export interface OutboxStore {
    * Claims due emails: candidates in due order (transactional before campaign mail), `choose` picks
    * among them (per-project fairness and rates), the chosen move to SENDING with a lease, in one transaction.
    */
-  claim(now: number, leaseUntil: number, candidates: number, choose: (rows: Candidate[]) => string[]): Promise<ClaimedEmail[]>;
-  /** Puts SENDING rows back in the queue (restart, shutdown, lost leases). Returns how many moved. */
-  requeue(now: number, ids: string[] | "all-sending"): Promise<number>;
+  claim(now: number, leaseUntil: number, candidates: number, choose: (rows: Candidate[]) => string[], sharedRate?: number): Promise<ClaimedEmail[]>;
+  /** Forgets the shared send-rate windows older than a minute. */
+  pruneRateWindows(now: number): Promise<void>;
+  /**
+   * Puts SENDING rows back in the queue. Returns how many moved. `ids`: this instance's own claims
+   * (shutdown); "expired": those ids only while their lease is still over (the lease sweep; a
+   * conditional UPDATE, so a row is requeued once whoever sweeps); "start-up": what a dead run left
+   * (on SQLite every SENDING row, one instance per file; on PostgreSQL only rows whose lease ended or
+   * that this instance id holds, never a live peer's).
+   */
+  requeue(now: number, ids: string[] | "all-sending", mode?: "expired" | "start-up"): Promise<number>;
+  /** Extends the lease of this instance's SENDING rows among `ids` (long work keeps its claim). Returns how many. */
+  renew(now: number, leaseUntil: number, ids: string[]): Promise<number>;
   /** SENDING rows whose lease ran out. */
   expiredLeases(now: number): Promise<string[]>;
   loadContents(ids: string[]): Promise<ContentRow[]>;
@@ -70,9 +80,21 @@ export function outboxStore(ctx: AppContext): OutboxStore {
   const q = qOf(ctx.db, engine);
   const tx = <T>(fn: (q: Q) => Promise<T>) => atomic(ctx.db, engine, fn);
   return {
-    claim: (now, leaseUntil, candidates, choose) => tx((q) => claimDue(q, now, leaseUntil, candidates, choose, ctx.config.instanceId)),
-    requeue: (now, ids) => requeue(q, now, ids),
+    claim: (now, leaseUntil, candidates, choose, sharedRate) => tx((q) => claimDue(q, now, leaseUntil, candidates, choose, ctx.config.instanceId, sharedRate)),
+    pruneRateWindows: async (now) => {
+      if (engine === "postgres") await q.run("DELETE FROM send_rate_windows WHERE window_start < ?", [now - 60_000]);
+    },
+    requeue: (now, ids, mode) => requeue(q, now, ids, ctx.config.instanceId, mode),
     expiredLeases: (now) => expiredLeases(q, now),
+    renew: (now, leaseUntil, ids) =>
+      ids.length
+        ? q.run("UPDATE emails SET lease_until = ? WHERE status = 'SENDING' AND locked_by = ? AND lease_until >= ? AND id IN (SELECT value FROM json_each(?))", [
+            leaseUntil,
+            ctx.config.instanceId,
+            now,
+            JSON.stringify(ids),
+          ])
+        : Promise.resolve(0),
     loadContents: (ids) => loadContents(q, ids),
     suppressedAmong: (projectId, emails) => suppressedAmongRaw(q, projectId, emails),
     unsubscribedAmong: (contactIds) => unsubscribedAmong(q, contactIds),
@@ -114,27 +136,74 @@ const CLAIMED_COLUMNS =
 const DUE = "SELECT id, project_id FROM emails WHERE status IN ('PENDING', 'DEFERRED') AND priority = ? AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?";
 const DUE_PG = `${DUE} FOR UPDATE SKIP LOCKED`;
 
-async function claimDue(q: Q, now: number, leaseUntil: number, candidates: number, choose: (rows: Candidate[]) => string[], _instance: string): Promise<ClaimedEmail[]> {
+async function claimDue(
+  q: Q,
+  now: number,
+  leaseUntil: number,
+  candidates: number,
+  choose: (rows: Candidate[]) => string[],
+  instance: string,
+  sharedRate?: number,
+): Promise<ClaimedEmail[]> {
   const due = q.engine === "postgres" ? DUE_PG : DUE;
   const rows = await q.all<Candidate>(due, [0, now, candidates]);
   if (rows.length < candidates) rows.push(...(await q.all<Candidate>(due, [1, now, candidates - rows.length])));
   if (!rows.length) return [];
-  const ids = choose(rows);
+  let ids = choose(rows);
+  if (!ids.length) return [];
+  if (q.engine === "postgres" && sharedRate !== undefined && Number.isFinite(sharedRate)) ids = await withinSharedRate(q, now, rows, ids, sharedRate);
   if (!ids.length) return [];
   return q.all<ClaimedEmail>(
-    `UPDATE emails SET status = 'SENDING', lease_until = ?, updated_at = ?
+    `UPDATE emails SET status = 'SENDING', lease_until = ?, locked_by = ?, updated_at = ?
      WHERE id IN (SELECT value FROM json_each(?)) AND status IN ('PENDING', 'DEFERRED')
      RETURNING ${CLAIMED_COLUMNS}`,
-    [leaseUntil, now, JSON.stringify(ids)],
+    [leaseUntil, instance, now, JSON.stringify(ids)],
   );
 }
 
-async function requeue(q: Q, now: number, ids: string[] | "all-sending"): Promise<number> {
-  const set = `status = CASE WHEN attempts > 0 THEN 'DEFERRED' ELSE 'PENDING' END, lease_until = NULL,
+/**
+ * PostgreSQL, several instances: the chosen ids each project's one-second window still has budget for.
+ * One row per project and window; the conditional UPDATE takes min(wanted, left) under the row's lock
+ * (SET sees the row as it is when locked), so instances claiming at once never exceed `rate` together.
+ */
+async function withinSharedRate(q: Q, now: number, rows: Candidate[], ids: string[], rate: number): Promise<string[]> {
+  const projectOf = new Map(rows.map((r) => [r.id, r.project_id ?? ""]));
+  const wanted = new Map<string, number>();
+  for (const id of ids) wanted.set(projectOf.get(id)!, (wanted.get(projectOf.get(id)!) ?? 0) + 1);
+  const window = Math.floor(now / 1000) * 1000;
+  const budget = Math.max(1, Math.floor(rate));
+  const granted = new Map<string, number>();
+  for (const [project, n] of [...wanted].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    await q.run("INSERT OR IGNORE INTO send_rate_windows (project_id, window_start) VALUES (?, ?)", [project, window]);
+    const row = await q.get<{ granted: number | string }>(
+      `UPDATE send_rate_windows SET granted = LEAST(?, ? - sent), sent = sent + LEAST(?, ? - sent)
+       WHERE project_id = ? AND window_start = ? AND sent < ? RETURNING granted`,
+      [n, budget, n, budget, project, window, budget],
+    );
+    granted.set(project, row ? Number(row.granted) : 0);
+  }
+  return ids.filter((id) => {
+    const p = projectOf.get(id)!;
+    const left = granted.get(p)!;
+    if (left <= 0) return false;
+    granted.set(p, left - 1);
+    return true;
+  });
+}
+
+async function requeue(q: Q, now: number, ids: string[] | "all-sending", instance: string, mode?: "expired" | "start-up"): Promise<number> {
+  const set = `status = CASE WHEN attempts > 0 THEN 'DEFERRED' ELSE 'PENDING' END, lease_until = NULL, locked_by = NULL,
                next_attempt_at = COALESCE(next_attempt_at, ?), updated_at = ?`;
-  if (ids === "all-sending") return q.run(`UPDATE emails SET ${set} WHERE status = 'SENDING'`, [now, now]);
+  if (ids === "all-sending") {
+    // One instance per SQLite file: whatever is SENDING at start-up was left by a dead run.
+    if (mode !== "start-up" || q.engine === "sqlite") return q.run(`UPDATE emails SET ${set} WHERE status = 'SENDING'`, [now, now]);
+    return q.run(`UPDATE emails SET ${set} WHERE status = 'SENDING' AND (lease_until IS NULL OR lease_until < ? OR locked_by = ?)`, [now, now, now, instance]);
+  }
   if (!ids.length) return 0;
-  return q.run(`UPDATE emails SET ${set} WHERE status = 'SENDING' AND id IN (SELECT value FROM json_each(?))`, [now, now, JSON.stringify(ids)]);
+  if (mode === "expired") {
+    return q.run(`UPDATE emails SET ${set} WHERE status = 'SENDING' AND lease_until < ? AND id IN (SELECT value FROM json_each(?))`, [now, now, now, JSON.stringify(ids)]);
+  }
+  return q.run(`UPDATE emails SET ${set} WHERE status = 'SENDING' AND locked_by = ? AND id IN (SELECT value FROM json_each(?))`, [now, now, instance, JSON.stringify(ids)]);
 }
 
 async function expiredLeases(q: Q, now: number): Promise<string[]> {

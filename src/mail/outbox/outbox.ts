@@ -58,6 +58,7 @@ export const DEFAULT_OUTBOX_OPTIONS: OutboxOptions = {
   batchSize: 50,
   maxInflight: 120,
   pollMs: 500,
+  // MAILSVC_LEASE replaces it (renewed while in flight, so a long SMTP conversation keeps its claim).
   leaseMs: 15 * 60_000,
   // MAILSVC_SEND_RATE sets it; unset, a project sends as fast as the engine goes.
   projectRatePerSecond: Infinity,
@@ -141,6 +142,7 @@ export class Outbox {
   /** Start another round as soon as this one ends (a full claim, a rate limit, a wake-up meanwhile). */
   private claimAgain = false;
   private lastLeaseSweep = 0;
+  private lastLeaseRenewal = 0;
   /** The pipelines of claimed batches still running (stop() waits for them). */
   private readonly batches = new Set<Promise<void>>();
 
@@ -149,7 +151,13 @@ export class Outbox {
     opts: Partial<OutboxOptions> = {},
   ) {
     // MAILSVC_SEND_RATE (IP warm-up) replaces the default per-project rate; explicit options win.
-    this.opts = { ...DEFAULT_OUTBOX_OPTIONS, ...(ctx.config.sendRate ? { projectRatePerSecond: ctx.config.sendRate } : {}), ...opts };
+    // MAILSVC_LEASE: a claim's lease, renewed every third of it while the email is in flight.
+    this.opts = {
+      ...DEFAULT_OUTBOX_OPTIONS,
+      ...(ctx.config.leaseMs ? { leaseMs: ctx.config.leaseMs } : {}),
+      ...(ctx.config.sendRate ? { projectRatePerSecond: ctx.config.sendRate } : {}),
+      ...opts,
+    };
     this.store = outboxStore(ctx);
     this.buckets = new ProjectBuckets(this.opts.projectRatePerSecond);
     this.keys = new SigningKeys(ctx, (domain) => this.store.systemSigningProject(domain));
@@ -179,7 +187,9 @@ export class Outbox {
 
   /** Requeues rows a dead process left in SENDING, then starts the loop. */
   async start(): Promise<void> {
-    const n = await this.store.requeue(this.ctx.clock.now(), "all-sending");
+    // Only what a dead run left: on PostgreSQL, rows whose lease ended or that this instance id holds
+    // (a live peer's SENDING emails stay its own).
+    const n = await this.store.requeue(this.ctx.clock.now(), "all-sending", "start-up");
     if (n) this.ctx.log.info("outbox: requeued emails left in SENDING by the previous run", { count: n });
     this.stopped = false;
     this.schedule(0);
@@ -243,9 +253,14 @@ export class Outbox {
   /** One round: sweeps lost leases (once a minute), claims what fits, starts its pipeline. */
   private async runRound(): Promise<void> {
     const now = this.ctx.clock.now();
+    if (this.inflight.size && now - this.lastLeaseRenewal >= this.opts.leaseMs / 3) {
+      this.lastLeaseRenewal = now;
+      await this.store.renew(now, now + this.opts.leaseMs, [...this.inflight.keys()]);
+    }
     if (now - this.lastLeaseSweep > 60_000) {
       this.lastLeaseSweep = now;
       await this.sweepLeases(now);
+      await this.store.pruneRateWindows(now);
     }
     const free = this.opts.maxInflight - this.inflight.size;
     if (free < this.claimThreshold()) return; // settling rows wake us
@@ -267,8 +282,8 @@ export class Outbox {
   private async sweepLeases(now: number) {
     const lost = (await this.store.expiredLeases(now)).filter((id) => !this.inflight.has(id));
     if (!lost.length) return;
-    await this.store.requeue(now, lost);
-    this.ctx.log.warn("outbox: requeued emails whose lease expired", { count: lost.length });
+    const n = await this.store.requeue(now, lost, "expired");
+    if (n) this.ctx.log.warn("outbox: requeued emails whose lease expired", { count: n });
   }
 
   // ---- the pipeline -----------------------------------------------------------------------------
@@ -279,7 +294,7 @@ export class Outbox {
       const chosen = chooseFairly(candidates, limit, this.buckets, now);
       if (chosen.limited) this.claimAgain = true; // rate-limited: look again soon
       return chosen.ids;
-    });
+    }, this.opts.projectRatePerSecond);
     for (const r of rows) this.inflight.set(r.id, r);
     return rows;
   }
