@@ -8,6 +8,9 @@
 //   bun scripts/bench/tracking.ts [seconds]
 import { Database } from "bun:sqlite";
 import { join } from "node:path";
+import { Kysely } from "kysely";
+import { BunSqliteDialect } from "../../src/db/bun-sqlite-dialect";
+import type { DB } from "../../src/db";
 import { applyDecoration, planDecoration } from "../../src/mail/tracking/tracking";
 import { loadTokenSecret, openToken, secretOf } from "../../src/mail/tracking/tokens";
 import { LinkKeys, storeLinks, type FreshLinks } from "../../src/mail/tracking/tracked-links";
@@ -103,7 +106,8 @@ new Elysia().get("/", () => new Response(gif, { headers: { "content-type": "imag
   db.query("INSERT INTO email_contents (id, project_id, subject, html, from_email, type, created_at) VALUES ('c1', ?, 's', 'h', 'news@example.com', 'MARKETING', ?)").run(acct.projectId, now);
   const emailId = Bun.randomUUIDv7();
   db.query("INSERT INTO emails (id, project_id, content_id, to_email, status, source_type, created_at, updated_at) VALUES (?, ?, 'c1', 'r@example.org', 'DELIVERED', 'CAMPAIGN', ?, ?)").run(emailId, acct.projectId, now, now);
-  const fakeCtx = { store: { exclusive: async (fn: (s: Database) => unknown) => fn(db) } } as any;
+  // Just what loadTokenSecret and openToken read: the database and the token-secret cache.
+  const fakeCtx = { db: new Kysely<DB>({ dialect: new BunSqliteDialect(db) }), services: { caches: { tokenSecret: { value: null } } } } as any;
   await loadTokenSecret(fakeCtx);
   const pixel = `${url}/t/o/${openToken(fakeCtx, emailId)}`;
   db.close();

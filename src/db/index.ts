@@ -15,8 +15,9 @@ export type { DB } from "./schema";
 //   engine's store file (src/mail/outbox/outbox-store.ts, src/mail/outbox/store.ts, src/jobs/queue.ts,
 //   src/db/settings.ts). Routes, the server and other modules call those functions; they never
 //   write another module's tables behind its back.
-// - Raw bun:sqlite statements only on a hot path a benchmark shows needs them, inside
-//   `store.exclusive`, in the data layer next to their Kysely sibling, each saying so in one line.
+// - Raw statements only on a hot path a benchmark shows needs them, through `Q` (src/db/raw.ts: one
+//   text in SQLite's form, translated for PostgreSQL), in the owner's store next to their Kysely
+//   sibling, each saying so in one line.
 // - SQL a Postgres dialect could run: no SQLite-only syntax outside the store files (INSERT OR
 //   IGNORE, boolean sums, json_each belong there or nowhere).
 
@@ -43,9 +44,8 @@ class StatementCachingDatabase extends Database {
 
 /**
  * The data layer's handle. `db` is Kysely (async, serialized on one connection).
- * Hot paths may use `sqlite` prepared statements directly, but only inside `exclusive`,
- * which holds the same lock Kysely transactions hold: a raw statement must never land
- * inside somebody else's open transaction.
+ * Hot paths run raw statements through `Q` (src/db/raw.ts) on this handle or on a transaction of it,
+ * so a raw statement never lands inside somebody else's open transaction.
  */
 export type Engine = "sqlite" | "postgres";
 
@@ -58,8 +58,6 @@ export interface Store {
   db: Kysely<DB>;
   /** SQLite: folds the WAL into the file (PASSIVE, never blocks); nothing on PostgreSQL. */
   checkpoint(): void;
-  /** SQLite only: runs raw statements under the connection's lock. */
-  exclusive<T>(fn: (sqlite: Database) => T): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -74,9 +72,6 @@ export function openDatabase(config: { db: string; databaseUrl?: string; instanc
     },
     pg: h.pool,
     db: h.db,
-    exclusive() {
-      return Promise.reject(new Error("Store.exclusive is SQLite-only (a store lacks its PostgreSQL sibling)"));
-    },
     checkpoint() {},
     close: () => h.close(),
   };
@@ -106,14 +101,6 @@ export function openStore(path: string): Store {
     db,
     checkpoint() {
       sqlite.exec("PRAGMA wal_checkpoint(PASSIVE)");
-    },
-    async exclusive(fn) {
-      await dialect.mutex.lock();
-      try {
-        return fn(sqlite);
-      } finally {
-        dialect.mutex.unlock();
-      }
     },
     async close() {
       if (closed) return;

@@ -82,7 +82,6 @@ export class JobQueue {
   private running = 0;
   private inflight = new Set<Promise<void>>();
   private readonly concurrency: number;
-  private readonly pollMs: number;
   private readonly loop: PollTimer;
   private readonly leaseMs: number;
   private readonly instanceId: string | null;
@@ -95,8 +94,7 @@ export class JobQueue {
     opts: JobsOptions = {},
   ) {
     this.concurrency = opts.concurrency ?? 4;
-    this.pollMs = opts.pollMs ?? 250;
-    this.loop = new PollTimer(this.pollMs, () => this.tick(), (e) => this.log.error("job loop tick failed", { error: String(e) }));
+    this.loop = new PollTimer(opts.pollMs ?? 250, () => this.tick(), (e) => this.log.error("job loop tick failed", { error: String(e) }));
     this.leaseMs = opts.leaseMs ?? 60_000;
     this.instanceId = opts.instanceId ?? null;
     this.shared = opts.engine === "postgres";
@@ -280,6 +278,7 @@ export class JobQueue {
       },
     };
     // Long work keeps its claim: the lease is renewed while the handler runs (only while still ours).
+    // Needed on SQLite too: the claim below takes any active job whose lease ended, in this process as well.
     const renew = setInterval(() => {
       const now = this.clock.now();
       this.db

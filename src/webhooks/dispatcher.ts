@@ -77,7 +77,6 @@ interface Finished {
 export class WebhookDispatcher {
   private readonly perEndpoint: number;
   private readonly global: number;
-  private readonly pollMs: number;
   private readonly loop: PollTimer;
   /** PostgreSQL: the release of this instance's own claims before the first tick (stop waits for it). */
   private starting: Promise<void> = Promise.resolve();
@@ -96,8 +95,7 @@ export class WebhookDispatcher {
   constructor(private readonly ctx: AppContext, opts: DispatcherOptions = {}) {
     this.perEndpoint = opts.perEndpoint ?? 8;
     this.global = opts.global ?? 64;
-    this.pollMs = opts.pollMs ?? 500;
-    this.loop = new PollTimer(this.pollMs, () => this.tick());
+    this.loop = new PollTimer(opts.pollMs ?? 500, () => this.tick());
     this.timeoutMs = opts.timeoutMs ?? 10_000;
     this.commits = new GroupCommit(
       (items) => atomic(this.ctx.db, this.ctx.store.engine, (q) => recordAttemptsRaw(q, items)),

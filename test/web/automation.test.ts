@@ -9,7 +9,7 @@ import { createAccount, startServer, type Account, type TestServer } from "../su
 import { startSmtpSink, type SmtpSink } from "../support/smtp-sink";
 import { waitFor } from "../support/wait";
 import { MODULES } from "../../src/modules";
-import { launchBrowser, newPage, pageErrors, screenshot } from "./browser";
+import { launchBrowser, newPage, openDashboard, pageErrors, screenshot } from "./browser";
 
 // These pages drive the segments, campaigns and workflows modules: a build without one of them skips the
 // suite with a warning naming what is missing.
@@ -44,12 +44,8 @@ beforeAll(async () => {
   templateId = tpl.body.id;
 
   browser = await launchBrowser();
-  page = await newPage(browser, srv.url);
-  // The account's session: the browser carries the same cookie a login would set.
-  const [name, value] = acc.cookie.split("=");
-  await page.context().addCookies([{ name: name!, value: value!, url: srv.url }]);
-  await page.goto("/");
-  await page.getByRole("navigation", { name: "Main" }).waitFor();
+  page = await newPage(browser, srv.url, acc.cookie);
+  await openDashboard(page, "/");
 }, 60_000);
 
 afterAll(async () => {

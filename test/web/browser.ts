@@ -18,8 +18,13 @@ export async function launchBrowser(): Promise<Browser> {
   });
 }
 
-export async function newPage(browser: Browser, baseURL: string): Promise<Page> {
+/** A new page on `baseURL`; with `cookie` ("name=value", an account's session) it is signed in as a login would leave it. */
+export async function newPage(browser: Browser, baseURL: string, cookie?: string): Promise<Page> {
   const context = await browser.newContext({ baseURL, viewport: { width: 1366, height: 800 } });
+  if (cookie) {
+    const [name, value] = cookie.split("=");
+    await context.addCookies([{ name: name!, value: value!, url: baseURL }]);
+  }
   const page = await context.newPage();
   page.setDefaultTimeout(10_000);
   const errors: string[] = [];
@@ -35,3 +40,9 @@ export async function screenshot(page: Page, name: string) {
 
 /** Uncaught errors the page threw (a test asserts there are none). */
 export const pageErrors = (page: Page): string[] => (page as any).__errors;
+
+/** Opens a dashboard route and waits until its main navigation shows. */
+export async function openDashboard(page: Page, route: string): Promise<void> {
+  await page.goto(route);
+  await page.getByRole("navigation", { name: "Main" }).waitFor();
+}

@@ -7,7 +7,7 @@ import { MODULES } from "../../src/modules";
 import { addVerifiedDomain } from "../domains/support";
 import { startDns, type TestDns } from "../support/dns";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
-import { launchBrowser, newPage, pageErrors, screenshot } from "./browser";
+import { launchBrowser, newPage, openDashboard, pageErrors, screenshot } from "./browser";
 
 const NEEDED = ["billing", "uploads", "webhooks", "analytics"];
 const missing = NEEDED.filter((n) => !MODULES.some((m) => m.name === n));
@@ -30,11 +30,8 @@ beforeAll(async () => {
   acc = await createAccount(srv.api, "Extras");
   await addVerifiedDomain(srv.api, dns, acc, "img.acme.example");
   browser = await launchBrowser();
-  page = await newPage(browser, srv.url);
-  const [name, value] = acc.cookie.split("=");
-  await page.context().addCookies([{ name: name!, value: value!, url: srv.url }]);
-  await page.goto("/#/billing");
-  await page.getByRole("navigation", { name: "Main" }).waitFor();
+  page = await newPage(browser, srv.url, acc.cookie);
+  await openDashboard(page, "/#/billing");
 }, 60_000);
 
 afterAll(async () => {

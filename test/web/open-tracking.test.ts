@@ -7,7 +7,7 @@ import { addVerifiedDomain } from "../domains/support";
 import { startDns, type TestDns } from "../support/dns";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
 import { waitFor } from "../support/wait";
-import { launchBrowser, newPage, pageErrors } from "./browser";
+import { launchBrowser, newPage, openDashboard, pageErrors } from "./browser";
 
 let srv: TestServer;
 let dns: TestDns;
@@ -21,11 +21,8 @@ beforeAll(async () => {
   acc = await createAccount(srv.api, "Tracking");
   await addVerifiedDomain(srv.api, dns, acc, "news.acme.example");
   browser = await launchBrowser();
-  page = await newPage(browser, srv.url);
-  const [name, value] = acc.cookie.split("=");
-  await page.context().addCookies([{ name: name!, value: value!, url: srv.url }]);
-  await page.goto("/#/templates/new");
-  await page.getByRole("navigation", { name: "Main" }).waitFor();
+  page = await newPage(browser, srv.url, acc.cookie);
+  await openDashboard(page, "/#/templates/new");
 }, 60_000);
 
 afterAll(async () => {

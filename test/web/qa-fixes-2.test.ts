@@ -19,9 +19,7 @@ let secondProjectId: string;
 const email = (i: number) => `c${String(i).padStart(2, "0")}@people.example`;
 
 async function loggedInPage(): Promise<Page> {
-  const p = await newPage(browser, srv.url);
-  const [name, value] = acc.cookie.split("=");
-  await p.context().addCookies([{ name: name!, value: value!, url: srv.url }]);
+  const p = await newPage(browser, srv.url, acc.cookie);
   return p;
 }
 

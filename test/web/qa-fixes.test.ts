@@ -6,7 +6,7 @@ import type { Browser, Page } from "playwright-core";
 import { MODULES } from "../../src/modules";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
 import { waitFor } from "../support/wait";
-import { launchBrowser, newPage, pageErrors } from "./browser";
+import { launchBrowser, newPage, openDashboard, pageErrors } from "./browser";
 
 const missing = ["workflows"].filter((n) => !MODULES.some((m) => m.name === n));
 if (missing.length) console.warn(`test/web/qa-fixes.test.ts SKIPPED: this build has no ${missing.join(", ")} module(s) yet`);
@@ -23,11 +23,8 @@ beforeAll(async () => {
   acc = await createAccount(srv.api, "QA");
   expect((await srv.api("/contacts", { key: acc.secretKey, body: { email: "gone@people.example", subscribed: false, data: { plan: "free" } } })).status).toBe(201);
   browser = await launchBrowser();
-  page = await newPage(browser, srv.url);
-  const [name, value] = acc.cookie.split("=");
-  await page.context().addCookies([{ name: name!, value: value!, url: srv.url }]);
-  await page.goto("/#/contacts");
-  await page.getByRole("navigation", { name: "Main" }).waitFor();
+  page = await newPage(browser, srv.url, acc.cookie);
+  await openDashboard(page, "/#/contacts");
 }, 60_000);
 
 afterAll(async () => {

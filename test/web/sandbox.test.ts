@@ -35,9 +35,7 @@ beforeAll(async () => {
   emailId = r.body.data.emails[0].email;
   await waitForView(env.srv, env.acct.secretKey, emailId, "DELIVERED");
   browser = await launchBrowser();
-  page = await newPage(browser, env.srv.url);
-  const [name, value] = env.acct.cookie.split("=");
-  await page.context().addCookies([{ name: name!, value: value!, url: env.srv.url }]);
+  page = await newPage(browser, env.srv.url, env.acct.cookie);
 }, 60_000);
 
 afterAll(async () => {

@@ -27,9 +27,7 @@ beforeAll(async () => {
   await waitForView(env.srv, key, bouncedEmailId, "BOUNCED");
   env.sink.onRcpt = () => undefined;
   browser = await launchBrowser();
-  page = await newPage(browser, env.srv.url);
-  const [name, value] = env.acct.cookie.split("=");
-  await page.context().addCookies([{ name: name!, value: value!, url: env.srv.url }]);
+  page = await newPage(browser, env.srv.url, env.acct.cookie);
   page.on("dialog", (d) => void d.accept());
   await page.goto("/#/suppressions");
   await page.getByRole("heading", { name: "Suppressions" }).waitFor();

@@ -1,7 +1,7 @@
 // The suppression list's data: who must never be mailed again in a project (hard bounces,
 // complaints) and how an address gets there. One lookup, in two flavours: Kysely (inside a
 // caller's transaction) and its raw sibling for the hot paths (/v1/send, the outbox claim;
-// benchmarked by scripts/bench/send.ts), which must run inside ctx.store.exclusive.
+// benchmarked by scripts/bench/send.ts), which runs through `Q` on the caller's transaction.
 import type { Q } from "../../db/raw";
 import type { Kysely, Selectable, Transaction } from "kysely";
 import { iso } from "../../clock";

@@ -18,7 +18,7 @@
  *   charge 1 in the step's transaction and fail the step on the 402.
  *
  * `consumeQuotaRaw` is the same rule for the raw-statement hot path (/v1/send inside
- * ctx.store.exclusive + a sqlite transaction). `admitInbound` never throws: over the cap it counts
+ * `Q` on the request's transaction). `admitInbound` never throws: over the cap it counts
  * the message as dropped and answers false.
  */
 import type { Q } from "../../db/raw";

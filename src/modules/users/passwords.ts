@@ -8,7 +8,6 @@ const PARAMS = { algorithm: "argon2id", memoryCost: 19_456, timeCost: 2 } as con
 const MAX_CONCURRENT = 2;
 
 const hashing = new Slots(MAX_CONCURRENT);
-const limited = <T>(fn: () => Promise<T>) => hashing.run(fn);
 
-export const hashPassword = (password: string): Promise<string> => limited(() => Bun.password.hash(password, PARAMS));
-export const verifyPassword = (password: string, hash: string): Promise<boolean> => limited(() => Bun.password.verify(password, hash));
+export const hashPassword = (password: string): Promise<string> => hashing.run(() => Bun.password.hash(password, PARAMS));
+export const verifyPassword = (password: string, hash: string): Promise<boolean> => hashing.run(() => Bun.password.verify(password, hash));
