@@ -30,11 +30,27 @@ function freePort(): number {
 
 const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
 
+const shellQuote = (a: string) => `'${a.replaceAll("'", "'\\''")}'`;
+
 /** Runs a PostgreSQL binary, as the postgres OS user when we are root (initdb refuses root). */
 function runPg(bin: string, args: string[]): { ok: boolean; out: string } {
-  const quoted = [bin, ...args].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(" ");
+  const quoted = [bin, ...args].map(shellQuote).join(" ");
   const r = isRoot ? spawnSync("su", ["postgres", "-s", "/bin/sh", "-c", quoted], { encoding: "utf8" }) : spawnSync(bin, args, { encoding: "utf8" });
   return { ok: r.status === 0, out: `${r.stdout ?? ""}${r.stderr ?? ""}` };
+}
+
+/**
+ * Stops the server and removes its folder once this process is gone, however it ends: a parallel test
+ * worker (`bun test --parallel`) is ended without running its exit handlers, which left servers running.
+ * A shell in its own session (setsid) polls this process's pid.
+ */
+function watchdog(bin: string, data: string, dir: string): { stop(): void } {
+  const stop = [join(bin, "pg_ctl"), "-D", data, "-m", "immediate", "-w", "stop"].map(shellQuote).join(" ");
+  const asOwner = isRoot ? `su postgres -s /bin/sh -c ${shellQuote(stop)}` : stop;
+  const script = `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; ${asOwner} >/dev/null 2>&1; rm -rf ${shellQuote(dir)}`;
+  const proc = Bun.spawn(["setsid", "sh", "-c", script], { stdin: "ignore", stdout: "ignore", stderr: "ignore" });
+  proc.unref();
+  return { stop: () => proc.kill() };
 }
 
 export interface PostgresServer {
@@ -58,6 +74,7 @@ export function startPostgres(): PostgresServer {
   const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400 -c shared_buffers=128MB`;
   const start = runPg(join(bin, "pg_ctl"), ["-D", data, "-o", opts, "-l", join(dir, "log"), "-w", "-t", "60", "start"]);
   if (!start.ok) throw new Error(`pg_ctl start failed: ${start.out}`);
+  const guard = watchdog(bin, data, dir);
   let stopped = false;
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
@@ -65,6 +82,7 @@ export function startPostgres(): PostgresServer {
     stop() {
       if (stopped) return;
       stopped = true;
+      guard.stop();
       runPg(join(bin, "pg_ctl"), ["-D", data, "-m", "immediate", "-w", "stop"]);
       rmSync(dir, { recursive: true, force: true });
     },
