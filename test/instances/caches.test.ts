@@ -146,19 +146,26 @@ describe("caches: a change through A is seen by B", () => {
     expect((await verifyDkim(env, after.raw))[0]).toMatchObject({ status: { result: "pass" } });
   });
 
-  peerTest("a tracked segment edited through A: contact writes on B follow the new condition", async () => {
+  peerTest("a tracked segment edited through A: tracks on B follow the new condition", async () => {
     const cond = (value: string) => ({ logic: "AND", groups: [{ filters: [{ field: "data.plan", operator: "equals", value }] }] });
     const seg = await a.api("/segments", { key, body: { name: "Plan", condition: cond("pro"), trackMembership: true } });
     expect(seg.status).toBe(201);
-    const members = async () => ((await b.api(`/segments/${seg.body.id}/contacts?pageSize=100`, { key })).body.data as { email: string }[]).map((c) => c.email).sort();
-    // B caches the segment's follow plan on its first contact write.
-    expect((await b.api("/contacts", { key, body: { email: "pro@seg.example", data: { plan: "pro" } } })).status).toBeLessThan(300);
-    await waitFor(members, { until: (m) => m.includes("pro@seg.example"), what: "pro@ a member" });
+    // Stored membership moves by entry events (GET /segments/:id/contacts is evaluated live, so it would not tell).
+    const entered = async () => {
+      const evs = (await b.api(`/events?name=segment.plan.entry&limit=100`, { key })).body.data as { contactId: string }[];
+      const ids = new Set(evs.map((e) => e.contactId));
+      const all = (await b.api(`/contacts?search=${encodeURIComponent("@seg.example")}`, { key })).body.data as { id: string; email: string }[];
+      return all.filter((c) => ids.has(c.id)).map((c) => c.email).sort();
+    };
+    // /v1/track follows tracked segments with the cached plan: B caches it on its first track.
+    const track = (email: string, plan: string) => b.api("/v1/track", { key: acct.publicKey, body: { email, event: "plan", data: { plan } } });
+    expect((await track("pro@seg.example", "pro")).status).toBe(200);
+    await waitFor(entered, { until: (m) => m.includes("pro@seg.example"), what: "pro@ entered" });
     const edit = await a.api(`/segments/${seg.body.id}`, { method: "PATCH", key, body: { condition: cond("gold") } });
     expect(edit.status).toBe(200);
     await Bun.sleep(50);
-    expect((await b.api("/contacts", { key, body: { email: "gold@seg.example", data: { plan: "gold" } } })).status).toBeLessThan(300);
-    expect(await waitFor(members, { until: (m) => m.includes("gold@seg.example"), timeoutMs: BOUND_MS, what: "gold@ a member through B" })).toEqual(["gold@seg.example"]);
+    expect((await track("gold@seg.example", "gold")).status).toBe(200);
+    expect(await waitFor(entered, { until: (m) => m.includes("gold@seg.example"), timeoutMs: BOUND_MS, what: "gold@ entered through B" })).toEqual(["gold@seg.example", "pro@seg.example"]);
   });
 
   peerTest("double opt-in switched on through A: B holds the next public subscribe", async () => {
