@@ -78,7 +78,8 @@ export function openPeerChannel(store: Store, databaseUrl: string | undefined, h
 
   const connect = async () => {
     if (closed || client) return;
-    const c = new pg.Client({ connectionString: databaseUrl, application_name: "mailsvc peers" } as pg.ClientConfig);
+    // TCP keep-alive: a connection a firewall dropped silently is noticed (then `error`/`end`: reconnect).
+    const c = new pg.Client({ connectionString: databaseUrl, application_name: "mailsvc peers", keepAlive: true, keepAliveInitialDelayMillis: 10_000 } as pg.ClientConfig);
     client = c;
     c.on("error", (e) => {
       if (client === c) lost(e);
