@@ -168,13 +168,16 @@ export function watchMemory(intervalMs = 500): () => void {
 
 export async function startService(config: Config, opts: StartOptions = {}): Promise<RunningService> {
   const ctx = await createContext(config, opts);
+  // Caches and wake-ups across instances (PostgreSQL; nothing on SQLite): listening from the start.
+  ctx.services.peers.start();
   for (const m of MODULES) await m.install?.(ctx);
   const app = buildApp(ctx);
   app.listen({ port: config.port, hostname: config.host });
   const port = app.server!.port!;
   if (!config.publicUrl || config.publicUrl === "http://localhost:0") ctx.config.publicUrl = `http://localhost:${port}`;
 
-  await clearUnfinishedKeys(ctx);
+  const released = await clearUnfinishedKeys(ctx);
+  if (released) ctx.log.info("idempotency keys of unfinished requests released", { count: released });
   await ctx.jobs.start();
   await ctx.feed.start();
   await ctx.schedules.arm();
@@ -197,6 +200,7 @@ export async function startService(config: Config, opts: StartOptions = {}): Pro
         await app.stop();
         for (const m of [...MODULES].reverse()) await m.stop?.(ctx);
         ctx.schedules.stop();
+        await ctx.services.peers.stop();
         await ctx.feed.stop();
         await ctx.jobs.stop();
         await ctx.store.close();

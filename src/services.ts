@@ -12,10 +12,42 @@ import { Outbox } from "./mail/outbox/outbox";
 import { SnsClient } from "./modules/feedback/sns";
 import { AccountLimiters } from "./modules/users/service";
 import { WebhookDispatcher } from "./webhooks/dispatcher";
+import { PeerBus, type PeerTopics } from "./jobs/peers";
+import { trackedSegmentsTopic } from "./audience/segments/membership";
+import { sandboxTopic } from "./mail/outbox/sandbox";
+import { linksTopic } from "./mail/tracking/tracked-links";
+import { domainsTopic } from "./modules/domains/service";
+import { doubleOptInTopic } from "./modules/double-opt-in/service";
+
+/**
+ * Every cache of rows and every wake-up that must reach peer instances (issue 32, src/jobs/peers.ts):
+ * topic -> the owner's local clear. A change calls `invalidate(ctx, topic, id)` once it committed; the
+ * same clear then runs here and on every peer. Not listed: `reputationChecks` (a throttle of this
+ * instance's own checks, not a copy of a row) and `tokenSecret` (never changes once created).
+ */
+export const TOPICS: PeerTopics = {
+  caches: {
+    keys: { one: (ctx, projectId) => ctx.keys.invalidate(projectId), all: (ctx) => ctx.keys.clear() }, // src/http/keys.ts KeyCache
+    sandbox: sandboxTopic,
+    doubleOptIn: doubleOptInTopic,
+    domains: domainsTopic, // verified domains and DKIM signing keys
+    trackedSegments: trackedSegmentsTopic,
+    links: linksTopic,
+  },
+  wakes: {
+    // A peer enqueued mail / committed events: start now instead of at the next poll (never sent on again).
+    "wake.outbox": (ctx) => ctx.services.outbox.wake(),
+    "wake.feed": (ctx) => ctx.feed.wakeHere(),
+  },
+};
 
 /** Builds the instance's services (nothing starts: modules start what they own after the HTTP server is up). */
 export function buildServices(ctx: AppContext): Services {
+  const peers = new PeerBus(ctx, TOPICS);
+  // Events committed here wake this feed and, throttled, the peers' feeds.
+  ctx.feed.onWake = () => peers.wakePeers("wake.feed");
   return {
+    peers,
     // Background engines (started and stopped by their modules: delivery, webhooks, events).
     outbox: new Outbox(ctx),
     webhookDispatcher: new WebhookDispatcher(ctx),
@@ -30,8 +62,8 @@ export function buildServices(ctx: AppContext): Services {
     submission: {},
     sns: new SnsClient(),
     stripe: { client: null },
-    // Caches of rows: each has one `forget…`/invalidate function next to its owner's code (the place a
-    // change made by a peer instance must reach, issue 32).
+    // Caches of rows: each has its local clear next to its owner's code, listed in TOPICS above; a
+    // change reaches it through `invalidate(ctx, topic, id)`, here and on every peer (issue 32).
     caches: {
       signingKeys: new Map(), // mail/dkim/signing-keys.ts forgetSigningKeys
       sandbox: new Map(), // mail/outbox/sandbox.ts forgetSandbox

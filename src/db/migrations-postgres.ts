@@ -25,6 +25,7 @@ import p023 from "../../migrations/postgres/023_sandbox.sql" with { type: "text"
 import p024 from "../../migrations/postgres/024_track_opens.sql" with { type: "text" };
 import p025 from "../../migrations/postgres/025_campaign_version.sql" with { type: "text" };
 import p026 from "../../migrations/postgres/026_leases.sql" with { type: "text" };
+import p027 from "../../migrations/postgres/027_idempotency_instance.sql" with { type: "text" };
 
 /** The PostgreSQL history: one twin per SQLite migration, the same name, applied in the same order. */
-export const POSTGRES_MIGRATIONS = withNames([p001, p002, p003, p004, p005, p006, p007, p008, p009, p010, p011, p012, p013, p014, p017, p018, p019, p020, p021, p022, p023, p024, p025, p026]);
+export const POSTGRES_MIGRATIONS = withNames([p001, p002, p003, p004, p005, p006, p007, p008, p009, p010, p011, p012, p013, p014, p017, p018, p019, p020, p021, p022, p023, p024, p025, p026, p027]);

@@ -23,6 +23,7 @@ import m023 from "../../migrations/023_sandbox.sql" with { type: "text" };
 import m024 from "../../migrations/024_track_opens.sql" with { type: "text" };
 import m025 from "../../migrations/025_campaign_version.sql" with { type: "text" };
 import m026 from "../../migrations/026_leases.sql" with { type: "text" };
+import m027 from "../../migrations/027_idempotency_instance.sql" with { type: "text" };
 
 /**
  * Every migration's name, in the order both engines apply them; migrations/ and migrations/postgres/
@@ -53,10 +54,11 @@ export const MIGRATION_NAMES = [
   "024_track_opens",
   "025_campaign_version",
   "026_leases",
+  "027_idempotency_instance",
 ] as const;
 
 /** The SQLite history, in MIGRATION_NAMES order. */
-export const MIGRATIONS: { name: string; sql: string }[] = withNames([m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013, m014, m017, m018, m019, m020, m021, m022, m023, m024, m025, m026]);
+export const MIGRATIONS: { name: string; sql: string }[] = withNames([m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013, m014, m017, m018, m019, m020, m021, m022, m023, m024, m025, m026, m027]);
 
 /** Pairs each name of MIGRATION_NAMES with its file's text (the same count, in order). */
 export function withNames(sqls: string[]): { name: string; sql: string }[] {

@@ -10,7 +10,9 @@ const KEY_RE = /^[\x20-\x7e]{1,255}$/;
  * The key row is inserted before the work starts; SQLite serialises the insert, so of two
  * simultaneous requests with one key exactly one wins and the other gets 409. A failed request
  * releases its key (nothing was performed), so the client may retry with the same key.
- * Rows still without a status after a crash are cleared at start-up (see clearUnfinishedKeys).
+ * Rows still without a status after a crash are cleared at start-up (see clearUnfinishedKeys). On
+ * PostgreSQL with several instances the primary key decides the same way: one INSERT wins, the other
+ * request gets 409, whichever instance it reached. The row records the instance running the request.
  */
 export async function withIdempotency<T>(
   ctx: AppContext,
@@ -30,8 +32,8 @@ export async function withIdempotency<T>(
   const existing = await atomic(ctx.db, ctx.store.engine, async (q) => {
     await q.run("DELETE FROM idempotency_keys WHERE project_id = ? AND key = ? AND created_at <= ?", [projectId, key, now - ttlMs]);
     const inserted = await q.run(
-      "INSERT INTO idempotency_keys (project_id, key, method, path, status_code, created_at) VALUES (?, ?, ?, ?, NULL, ?) ON CONFLICT DO NOTHING",
-      [projectId, key, request.method, request.path, now],
+      "INSERT INTO idempotency_keys (project_id, key, method, path, status_code, created_at, locked_by) VALUES (?, ?, ?, ?, NULL, ?, ?) ON CONFLICT DO NOTHING",
+      [projectId, key, request.method, request.path, now, ctx.config.instanceId],
     );
     if (inserted > 0) return null;
     return (
@@ -67,9 +69,22 @@ export async function withIdempotency<T>(
   }
 }
 
-/** At start-up: keys whose request never finished (the process died) are released. */
-export async function clearUnfinishedKeys(ctx: AppContext): Promise<void> {
-  await ctx.db.deleteFrom("idempotency_keys").where("status_code", "is", null).execute();
+/**
+ * At start-up: keys whose request never finished (the process died) are released. On SQLite (one
+ * instance per file) every unfinished key is the previous run's. On PostgreSQL a peer may be running
+ * one right now: only this instance's own unfinished keys (its previous run under the same
+ * MAILSVC_INSTANCE_ID died) and other instances' keys older than the lease (MAILSVC_LEASE: a request
+ * does not run that long, so their instance died) are released. Answers how many were released.
+ */
+export async function clearUnfinishedKeys(ctx: AppContext): Promise<number> {
+  let q = ctx.db.deleteFrom("idempotency_keys").where("status_code", "is", null);
+  if (ctx.store.engine === "postgres") {
+    const me = ctx.config.instanceId;
+    const stale = ctx.clock.now() - ctx.config.leaseMs;
+    q = q.where((eb) => eb.or([eb("locked_by", "=", me), eb("created_at", "<", stale)]));
+  }
+  const r = await q.executeTakeFirst();
+  return Number(r.numDeletedRows ?? 0);
 }
 
 export async function purgeExpiredKeys(ctx: AppContext): Promise<void> {

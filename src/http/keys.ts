@@ -18,7 +18,8 @@ const digest = (key: string) => createHash("sha256").update(key).digest("base64"
 /**
  * API key -> project, cached in memory. Looked up by a digest of the key, then compared in
  * constant time against the stored key. Misses are read from the database (indexed) and
- * never cached, so bad keys cannot fill memory. Rotation and project changes call invalidate().
+ * never cached, so bad keys cannot fill memory. Rotation and project changes call
+ * `invalidate(ctx, "keys", projectId)` (src/jobs/peers.ts), which runs invalidate() here and on every peer.
  */
 export class KeyCache {
   private byDigest = new Map<string, Entry>();
@@ -53,6 +54,11 @@ export class KeyCache {
 
   invalidate(projectId: string): void {
     for (const [d, e] of this.byDigest) if (e.projectId === projectId) this.byDigest.delete(d);
+  }
+
+  /** Forgets every key (a peer's message may have been missed: src/jobs/peers.ts). */
+  clear(): void {
+    this.byDigest.clear();
   }
 }
 

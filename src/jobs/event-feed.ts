@@ -122,7 +122,7 @@ export class EventFeed {
         .execute();
     }
     this.stopped = false;
-    this.wake();
+    this.wakeHere();
     this.poll();
   }
 
@@ -141,12 +141,21 @@ export class EventFeed {
    * round takes what several would).
    */
   wake(): void {
+    this.onWake?.();
+    this.wakeHere();
+  }
+
+  /** Told after events committed here (the peer bus sends it on to the other instances). */
+  onWake: (() => void) | null = null;
+
+  /** wake() for this instance only (the poll, a peer's message). */
+  wakeHere(): void {
     if (this.stopped || this.wakeQueued || this.gapTimer || !this.consumers.size) return;
     const wait = this.lastRoundAt + this.minGapMs - performance.now();
     if (wait > 0) {
       this.gapTimer = setTimeout(() => {
         this.gapTimer = null;
-        this.wake();
+        this.wakeHere();
       }, Math.ceil(wait));
       return;
     }
@@ -170,7 +179,7 @@ export class EventFeed {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
       this.timer = null;
-      this.wake();
+      this.wakeHere();
       this.poll();
     }, this.pollMs);
   }

@@ -10,6 +10,7 @@
 import { atomic } from "../../db/raw";
 import { sql, type Insertable, type Transaction } from "kysely";
 import type { AppContext } from "../../context";
+import { invalidate, type TopicClear } from "../../jobs/peers";
 import type { DB } from "../../db";
 import type { SegmentsTable } from "../../db/tables/segments";
 import { compileFrag, fragToRaw, parseStoredCondition, resolveSegments, type ConditionTree, type SegmentDef } from "../conditions";
@@ -35,10 +36,19 @@ declare module "../../context" {
   }
 }
 
-/** Drops the cached plan after a segment of the project was created, edited or deleted. */
+/**
+ * Drops the cached plan after a segment of the project was created, edited or deleted (once it
+ * committed), here and on every peer (topic "trackedSegments", src/jobs/peers.ts).
+ */
 export function forgetTrackedSegments(ctx: AppContext, projectId: string): void {
-  ctx.services.caches.trackedSegments.delete(projectId);
+  invalidate(ctx, "trackedSegments", projectId);
 }
+
+/** The "trackedSegments" cache topic's local clears. */
+export const trackedSegmentsTopic: TopicClear = {
+  one: (ctx, projectId) => void ctx.services.caches.trackedSegments.delete(projectId),
+  all: (ctx) => ctx.services.caches.trackedSegments.clear(),
+};
 
 /**
  * The project's tracked DYNAMIC segments, what each reads and the segments they reference

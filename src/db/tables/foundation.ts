@@ -61,6 +61,8 @@ export interface IdempotencyKeysTable {
   path: string;
   status_code: number | null;
   created_at: number;
+  /** The instance whose request holds the key (MAILSVC_INSTANCE_ID; null in rows written before 027). */
+  locked_by: Generated<string | null>;
 }
 export interface JobsTable {
   id: string;

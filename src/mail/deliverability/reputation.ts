@@ -5,6 +5,7 @@
 import { iso } from "../../clock";
 import type { AppContext } from "../../context";
 import { idAtTime } from "../../db/ids";
+import { invalidate } from "../../jobs/peers";
 import { disableProject, reputationCounts } from "../outbox/store";
 
 export const REPUTATION_WINDOW_DAYS = 30;
@@ -45,7 +46,7 @@ export async function enforceReputation(ctx: AppContext, projectId: string): Pro
   if (r.bounceRate <= MAX_BOUNCE_RATE && r.complaintRate <= MAX_COMPLAINT_RATE) return false;
   const now = ctx.clock.now();
   if (!(await disableProject(ctx.db, projectId, REPUTATION_REASON, now))) return false;
-  ctx.keys.invalidate(projectId);
+  invalidate(ctx, "keys", projectId);
   ctx.log.warn("project disabled for its sending reputation", { projectId, ...r, suspensions: undefined });
   return true;
 }

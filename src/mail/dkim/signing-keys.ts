@@ -60,6 +60,13 @@ export async function getSigningKey(ctx: AppContext, projectId: string, domain: 
   return value;
 }
 
+/** Drops every cached key (a peer's message may have been missed: src/jobs/peers.ts). */
+export function forgetAllSigningKeys(ctx: AppContext): void {
+  const c = cacheOf(ctx);
+  for (const k of c.values()) if (k) forgetPrivateKey(k.privateKeyPem);
+  c.clear();
+}
+
 /** Drops the cached keys of a project's domains (one domain, or all of them). */
 export function forgetSigningKeys(ctx: AppContext, projectId: string, domain?: string): void {
   const c = cacheOf(ctx);

@@ -546,7 +546,12 @@ export function campaignCancelled(ctx: AppContext, campaignId: string): void {
   ctx.services.outbox.cancelCampaign(campaignId);
 }
 
-/** Tells the outbox new emails are due (call after the inserting transaction committed). */
+/**
+ * Tells the outbox new emails are due (call after the inserting transaction committed), here and,
+ * throttled, on every peer instance (src/jobs/peers.ts), so mail enqueued through one instance starts
+ * on an idle peer without waiting for its poll.
+ */
 export function wakeOutbox(ctx: AppContext): void {
   ctx.services.outbox.wake();
+  ctx.services.peers.wakePeers("wake.outbox");
 }

@@ -9,6 +9,7 @@
 import type { Kysely } from "kysely";
 import type { AppContext } from "../../context";
 import type { DB } from "../../db";
+import type { TopicClear } from "../../jobs/peers";
 import type { AttemptResult } from "./next-state";
 
 /** lastReply of a captured email. */
@@ -40,10 +41,13 @@ export async function isSandbox(ctx: AppContext, projectId: string | null, db: K
   return v;
 }
 
-/** After the project's sandbox setting changed (or it was deleted). */
+/** After the project's sandbox setting changed (or it was deleted): the local clear of topic "sandbox". */
 export function forgetSandbox(ctx: AppContext, projectId: string): void {
   cacheOf(ctx).delete(projectId);
 }
+
+/** The "sandbox" cache topic (src/jobs/peers.ts; changes call `invalidate(ctx, "sandbox", projectId)`). */
+export const sandboxTopic: TopicClear = { one: forgetSandbox, all: (ctx) => cacheOf(ctx).clear() };
 
 /** The simulated recipients: what the sandbox answers for a local part (any domain). */
 export type Simulation = "bounce" | "softbounce" | "complaint" | "open" | "click" | null;

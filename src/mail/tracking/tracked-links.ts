@@ -4,6 +4,7 @@
 // are written by its first message and remembered in memory for the rest.
 import type { AppContext } from "../../context";
 import { atomic, rawGet } from "../../db/raw";
+import { invalidate, type TopicClear } from "../../jobs/peers";
 import { keyedDigest } from "./tokens";
 
 const MAX_REMEMBERED = 200_000;
@@ -87,5 +88,11 @@ export async function resolveClick(ctx: AppContext, emailId: string, linkKey: st
 /** Forgets a project's links (project reset). */
 export async function deleteProjectLinks(ctx: AppContext, projectId: string): Promise<void> {
   await ctx.db.deleteFrom("tracked_links").where("project_id", "=", projectId).execute();
-  ctx.services.caches.linkGeneration.value++;
+  invalidate(ctx, "links", projectId);
 }
+
+/** The "links" topic: builders here (and on every peer) store their links again. */
+export const linksTopic: TopicClear = {
+  one: (ctx) => void ctx.services.caches.linkGeneration.value++,
+  all: (ctx) => void ctx.services.caches.linkGeneration.value++,
+};

@@ -8,7 +8,8 @@ import type { DomainsTable, DomainStatus } from "../../db/tables/senders";
 import { conflict, invalidField, notFound, senderDomainNotVerified } from "../../http/errors";
 import { isValidDomain, isValidEmail } from "../../net/email-address";
 import { forgetPrivateKey, generateDkimKeyPair, generateEd25519KeyPair, newSelector } from "../../mail/dkim/dkim-keys";
-import { forgetSigningKeys } from "../../mail/dkim/signing-keys";
+import { forgetAllSigningKeys, forgetSigningKeys } from "../../mail/dkim/signing-keys";
+import { invalidate, type TopicClear } from "../../jobs/peers";
 import { createResolver } from "../../net/dns";
 import { isSandbox } from "../../mail/outbox/sandbox";
 import { bounceDomainFor } from "../../net/email-address";
@@ -34,11 +35,25 @@ declare module "../../context" {
 }
 const cachesOf = (ctx: AppContext): DomainCaches => ctx.services.caches.domains;
 
-/** Drops what is cached for a project's domains (after a status change, a delete or a reset). */
+/**
+ * Drops what is cached for a project's domains (after a status change, a delete or a reset, once it
+ * committed), here and on every peer instance (topic "domains", src/jobs/peers.ts).
+ */
 export function invalidateDomainCaches(ctx: AppContext, projectId: string, domain?: string): void {
-  cachesOf(ctx).verified.delete(projectId);
-  forgetSigningKeys(ctx, projectId, domain);
+  invalidate(ctx, "domains", projectId, domain);
 }
+
+/** The "domains" cache topic's local clears: verified domains and DKIM signing keys. */
+export const domainsTopic: TopicClear = {
+  one(ctx, projectId, domain) {
+    cachesOf(ctx).verified.delete(projectId);
+    forgetSigningKeys(ctx, projectId, domain);
+  },
+  all(ctx) {
+    cachesOf(ctx).verified.clear();
+    forgetAllSigningKeys(ctx);
+  },
+};
 
 // ---- view ---------------------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ import { setSubscribed } from "../../audience/contacts";
 import { parseData } from "../../audience/data-rules";
 import { contactsChanged } from "../../audience/changes";
 import type { AppContext } from "../../context";
+import type { TopicClear } from "../../jobs/peers";
 import { consumeQuota } from "../billing/quota";
 import { validationError } from "../../http/errors";
 import { insertContent, insertEmails } from "../../mail/outbox/enqueue";
@@ -84,6 +85,9 @@ export async function doubleOptInPatch(ctx: AppContext, projectId: string, patch
 }
 
 export const forgetDoubleOptIn = (ctx: AppContext, projectId: string) => cacheOf(ctx).delete(projectId);
+
+/** The "doubleOptIn" cache topic (src/jobs/peers.ts; PATCH calls `invalidate(ctx, "doubleOptIn", projectId)`). */
+export const doubleOptInTopic: TopicClear = { one: (ctx, id) => void forgetDoubleOptIn(ctx, id), all: (ctx) => cacheOf(ctx).clear() };
 
 /**
  * Whether a public-key track would subscribe the contact (and so must be held): an explicit

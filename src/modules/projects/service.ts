@@ -5,9 +5,9 @@ import type { AppContext } from "../../context";
 import { AppError, badRequest, conflict, forbidden, invalidState, notFound } from "../../http/errors";
 import { generateKey } from "../../http/keys";
 import { newWebhookSecret } from "../../webhooks/sign";
-import { doubleOptInPatch, forgetDoubleOptIn, viewDoubleOptIn, type DoubleOptIn } from "../double-opt-in/service";
+import { doubleOptInPatch, viewDoubleOptIn, type DoubleOptIn } from "../double-opt-in/service";
 import { wipeProjectRows } from "./reset-store";
-import { forgetSandbox } from "../../mail/outbox/sandbox";
+import { invalidate } from "../../jobs/peers";
 
 export type Role = "OWNER" | "ADMIN" | "MEMBER";
 export const ROLES: Role[] = ["OWNER", "ADMIN", "MEMBER"];
@@ -119,9 +119,9 @@ export async function updateProject(ctx: AppContext, projectId: string, patch: {
     .where("id", "=", projectId)
     .returningAll()
     .executeTakeFirstOrThrow();
-  ctx.keys.invalidate(projectId);
-  forgetDoubleOptIn(ctx, projectId);
-  forgetSandbox(ctx, projectId);
+  invalidate(ctx, "keys", projectId);
+  invalidate(ctx, "doubleOptIn", projectId);
+  invalidate(ctx, "sandbox", projectId);
   // Mail queued while the project was a sandbox (sender domains unchecked) stays sandbox mail: captured, never sent.
   if (wasSandbox) {
     await ctx.db.updateTable("emails").set({ sandbox: 1 }).where("project_id", "=", projectId).where("status", "in", ["PENDING", "DEFERRED", "SENDING"]).execute();
@@ -136,15 +136,15 @@ export async function rotateKeys(ctx: AppContext, projectId: string) {
     .where("id", "=", projectId)
     .returningAll()
     .executeTakeFirstOrThrow();
-  ctx.keys.invalidate(projectId);
+  invalidate(ctx, "keys", projectId);
   return row;
 }
 
 export async function deleteProject(ctx: AppContext, projectId: string) {
   for (const reset of ctx.contributions.resetProject) await reset(ctx, projectId);
   await ctx.db.deleteFrom("projects").where("id", "=", projectId).execute();
-  ctx.keys.invalidate(projectId);
-  forgetSandbox(ctx, projectId);
+  invalidate(ctx, "keys", projectId);
+  invalidate(ctx, "sandbox", projectId);
 }
 
 /**
