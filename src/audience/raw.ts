@@ -14,8 +14,11 @@ const SELECT_BY_EMAIL =
 // tracked-segment follower diffs against, read in the one lookup instead of a second statement.
 const SELECT_BY_EMAIL_WITH_MEMBERSHIPS =
   "SELECT id, project_id, email, subscribed, data, created_at, updated_at, (SELECT group_concat(m.segment_id, ' ') FROM segment_members m WHERE m.contact_id = contacts.id) AS memberships FROM contacts WHERE project_id = ? AND email = ?";
-// PostgreSQL's spelling of the same (string_agg for group_concat).
-const SELECT_BY_EMAIL_WITH_MEMBERSHIPS_PG = SELECT_BY_EMAIL_WITH_MEMBERSHIPS.replace("group_concat(m.segment_id, ' ')", "string_agg(m.segment_id, ' ')");
+// PostgreSQL's spelling of the same (string_agg for group_concat), locking the row: another instance's
+// write of the same contact waits for this transaction, so neither merges into data the other is replacing.
+const SELECT_BY_EMAIL_WITH_MEMBERSHIPS_PG =
+  SELECT_BY_EMAIL_WITH_MEMBERSHIPS.replace("group_concat(m.segment_id, ' ')", "string_agg(m.segment_id, ' ')") + " FOR UPDATE OF contacts";
+const SELECT_BY_EMAIL_PG = SELECT_BY_EMAIL + " FOR UPDATE";
 const INSERT_CONTACT =
   "INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)";
 // pending_confirmation * (1 - subscribed): a subscribe ends a pending double opt-in.
@@ -43,8 +46,9 @@ export interface RawUpsertResult {
 
 export async function upsertContactRaw(q: Q, now: number, input: UpsertInput, opts: { withMemberships?: boolean } = {}): Promise<RawUpsertResult> {
   const email = normalizeContactEmail(input.email);
-  const withMemberships = q.engine === "postgres" ? SELECT_BY_EMAIL_WITH_MEMBERSHIPS_PG : SELECT_BY_EMAIL_WITH_MEMBERSHIPS;
-  const row = (await q.get<ContactRow & { memberships?: string | null }>(opts.withMemberships ? withMemberships : SELECT_BY_EMAIL, [input.projectId, email])) ?? null;
+  const pg = q.engine === "postgres";
+  const text = opts.withMemberships ? (pg ? SELECT_BY_EMAIL_WITH_MEMBERSHIPS_PG : SELECT_BY_EMAIL_WITH_MEMBERSHIPS) : pg ? SELECT_BY_EMAIL_PG : SELECT_BY_EMAIL;
+  const row = (await q.get<ContactRow & { memberships?: string | null }>(text, [input.projectId, email])) ?? null;
   let existing: ContactRow | null = row;
   let memberships: ReadonlySet<string> | undefined;
   if (opts.withMemberships) {
@@ -94,4 +98,74 @@ export async function insertEventRaw(
   const data = ev.data && Object.keys(ev.data).length ? JSON.stringify(ev.data) : null;
   await q.run(INSERT_EVENT, [id, ev.projectId, ev.contactId, ev.name, data, ev.emailId ?? null, now]);
   return id;
+}
+
+// ---- PostgreSQL's set-based batch (the /v1/track hot path) -------------------------------------------
+// On PostgreSQL every statement is a round trip inside the writer's turn, so a batch of tracks reads
+// every contact at once and writes the new contacts, the changed ones and the events in one statement
+// each (arrays through unnest). The planning stays the per-row planner's (audience/track.ts).
+
+/** A contact's key in a batch: its project and lower-cased email. */
+export interface ContactKey {
+  projectId: string;
+  email: string;
+}
+
+// Locked (as the per-row read is), in id order so two instances' batches take their locks in one order.
+const SELECT_MANY_PG =
+  "SELECT c.id, c.project_id, c.email, c.subscribed, c.data, c.created_at, c.updated_at FROM contacts c JOIN unnest($1::text[], $2::text[]) AS k(p, e) ON c.project_id = k.p AND c.email = k.e ORDER BY c.id FOR UPDATE OF c";
+const INSERT_CONTACTS_PG =
+  "INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) SELECT id, p, e, s, d::jsonb, c, u FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::bigint[], $7::bigint[]) AS t(id, p, e, s, d, c, u)";
+// pending_confirmation * (1 - a): `a` is 1 when any of the batch's writes of the contact subscribed it (as the per-row UPDATE does write by write).
+const UPDATE_CONTACTS_PG =
+  "UPDATE contacts SET subscribed = v.s, data = v.d::jsonb, updated_at = v.u, pending_confirmation = contacts.pending_confirmation * (1 - v.a) FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[]) AS v(id, s, d, u, a) WHERE contacts.id = v.id";
+// In the given order: a BEFORE trigger numbers events for the feed as they are inserted.
+const INSERT_EVENTS_PG =
+  "INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at) SELECT id, p, c, n, d::jsonb, NULL, t FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[]) WITH ORDINALITY AS v(id, p, c, n, d, t, o) ORDER BY o";
+
+/** PostgreSQL: the stored contacts of `keys` (one statement). */
+export async function contactsByEmailPg(q: Q, keys: readonly ContactKey[]): Promise<ContactRow[]> {
+  if (!keys.length) return [];
+  return q.all<ContactRow>(SELECT_MANY_PG, [keys.map((k) => k.projectId), keys.map((k) => k.email)]);
+}
+
+/** PostgreSQL: inserts new contacts (one statement). */
+export async function insertContactsPg(q: Q, rows: readonly ContactRow[]): Promise<void> {
+  if (!rows.length) return;
+  await q.run(INSERT_CONTACTS_PG, [
+    rows.map((r) => r.id),
+    rows.map((r) => r.project_id),
+    rows.map((r) => r.email),
+    rows.map((r) => r.subscribed),
+    rows.map((r) => r.data),
+    rows.map((r) => r.created_at),
+    rows.map((r) => r.updated_at),
+  ]);
+}
+
+/** PostgreSQL: writes each contact's new state (one statement); `subscribedOnce` per row as described above. */
+export async function updateContactsPg(q: Q, rows: readonly { row: ContactRow; subscribedOnce: boolean }[]): Promise<void> {
+  if (!rows.length) return;
+  await q.run(UPDATE_CONTACTS_PG, [
+    rows.map((r) => r.row.id),
+    rows.map((r) => r.row.subscribed),
+    rows.map((r) => r.row.data),
+    rows.map((r) => r.row.updated_at),
+    rows.map((r) => (r.subscribedOnce ? 1 : 0)),
+  ]);
+}
+
+/** PostgreSQL: inserts events in the given order (one statement); answers their ids. */
+export async function insertEventsPg(q: Q, now: number, events: readonly { projectId: string; contactId: string; name: string; data?: Data | null }[]): Promise<string[]> {
+  if (!events.length) return [];
+  const ids = events.map(() => newEventId(now));
+  await q.run(INSERT_EVENTS_PG, [
+    ids,
+    events.map((e) => e.projectId),
+    events.map((e) => e.contactId),
+    events.map((e) => e.name),
+    events.map((e) => (e.data && Object.keys(e.data).length ? JSON.stringify(e.data) : null)),
+    events.map(() => now),
+  ]);
+  return ids;
 }
