@@ -12,7 +12,8 @@
 // Each k in 1..3 runs on a fresh database with fresh processes; all share the machine's 2 cores with
 // PostgreSQL, the sink and the load generator: on 2 cores more instances add overhead, not capacity.
 // A throwaway PostgreSQL cluster (test/support/postgres.ts) unless BENCH_DATABASE_URL names an admin URL.
-//   bun scripts/bench/instances.ts            (BENCH_N, BENCH_TRACK_S, BENCH_LEASE, BENCH_MAX_K=3)
+//   bun scripts/bench/instances.ts            (BENCH_N, BENCH_TRACK_S, BENCH_LEASE, BENCH_MAX_K=3;
+//   BENCH_SKIP_CAMPAIGN=1 / BENCH_SKIP_FAILOVER=1 leave those parts out)
 import { join } from "node:path";
 import pg from "pg";
 import { addVerifiedDomain } from "../../test/domains/support";
@@ -124,6 +125,8 @@ interface Row {
   trackBad: number;
   p99: number;
   cpu: number;
+  /** Deadlocks PostgreSQL broke during the track load (pg_stat_database). */
+  trackDeadlocks: number;
 }
 
 async function measure(k: number): Promise<Row> {
@@ -132,6 +135,8 @@ async function measure(k: number): Promise<Row> {
     // (b) /v1/track, 50 connections spread over the instances.
     const runtime = Bun.which("node") ?? process.execPath;
     const per = Math.floor(50 / k);
+    const deadlocks = async () => Number((await c.db.query("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()")).rows[0].deadlocks);
+    const dl0 = await deadlocks();
     const cpu0 = c.servers.reduce((a, s) => a + s.cpuSeconds(), 0);
     const loads = c.servers.map((s, i) => {
       const cfg = JSON.stringify({ url: s.url + "/v1/track", key: c.publicKey, connections: per + (i < 50 - per * k ? 1 : 0), duration: TRACK_S, warmup: 2 });
@@ -142,8 +147,11 @@ async function measure(k: number): Promise<Row> {
     const track = outs.reduce((a, r) => a + r.requests.average, 0);
     const trackBad = outs.reduce((a, r) => a + r.non2xx + r.errors + r.timeouts, 0);
     const p99 = Math.max(...outs.map((r) => r.latency.p99));
+    await Bun.sleep(1_500); // PostgreSQL publishes its statistics within a second
+    const trackDeadlocks = (await deadlocks()) - dl0;
 
     // (a) the campaign, asked of instance 1, delivered by all.
+    if (process.env.BENCH_SKIP_CAMPAIGN) return { k, msgs: NaN, seconds: NaN, duplicates: 0, track, trackBad, p99, cpu, trackDeadlocks };
     await fetch(sinkUrl + "/reset");
     await sendCampaign(c, "Bench");
     const deadline = Date.now() + 600_000;
@@ -153,7 +161,7 @@ async function measure(k: number): Promise<Row> {
       s = await sinkStats();
     }
     const seconds = (s.lastAt - s.firstAt) / 1000;
-    return { k, msgs: s.unique < N ? NaN : N / seconds, seconds, duplicates: s.duplicates, track, trackBad, p99, cpu };
+    return { k, msgs: s.unique < N ? NaN : N / seconds, seconds, duplicates: s.duplicates, track, trackBad, p99, cpu, trackDeadlocks };
   } finally {
     await c.close();
   }
@@ -163,7 +171,7 @@ const rows: Row[] = [];
 for (let k = 1; k <= MAX_K; k++) {
   const r = await measure(k);
   rows.push(r);
-  console.log(`  k=${k}: campaign ${fmt(r.msgs)} msg/s (${N} in ${fmt(r.seconds, 1)} s, ${r.duplicates} duplicates); /v1/track ${fmt(r.track)} req/s (p99 ${r.p99} ms, non-2xx/errors ${r.trackBad}, servers ${fmt(r.cpu, 1)} CPU-s)`);
+  console.log(`  k=${k}: campaign ${fmt(r.msgs)} msg/s (${N} in ${fmt(r.seconds, 1)} s, ${r.duplicates} duplicates); /v1/track ${fmt(r.track)} req/s (p99 ${r.p99} ms, non-2xx/errors ${r.trackBad}, deadlocks ${r.trackDeadlocks}, servers ${fmt(r.cpu, 1)} CPU-s)`);
 }
 const one = rows[0]!;
 console.log(`\n(a) campaign delivery, ${fmt(N)} recipients, 2 KB body, RSA-2048 DKIM, STARTTLS; (b) POST /v1/track, 50 connections spread over the instances, ${TRACK_S} s (+2 s warm-up)`);

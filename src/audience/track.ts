@@ -66,6 +66,12 @@ interface Pending {
   reject: (e: unknown) => void;
 }
 
+/** The indexes of `items` by project and address (stable: one contact's tracks keep their order). */
+function lockOrder(items: readonly Pending[]): number[] {
+  const keys = items.map((p) => `${p.input.projectId}\u0000${p.input.email.toLowerCase()}`);
+  return keys.map((_, i) => i).sort((a, b) => (keys[a]! < keys[b]! ? -1 : keys[a]! > keys[b]! ? 1 : a - b));
+}
+
 /** Upper bound of one transaction (keeps the lock short for other writers). */
 const MAX_BATCH = 1000;
 
@@ -124,10 +130,13 @@ export class TrackBatcher {
       const follower = new SegmentFollower(q, now, (segmentId, e) =>
         this.ctx.log.error("tracked segment evaluation failed", { segmentId, error: String((e as Error)?.stack ?? e) }),
       );
-      const results: TrackResult[] = [];
-      for (const p of items) {
+      // Contacts are written in one order on every instance (project, then address): two instances'
+      // batches touching the same contacts wait for each other instead of deadlocking (PostgreSQL).
+      const results: TrackResult[] = new Array(items.length);
+      for (const i of lockOrder(items)) {
+        const p = items[i]!;
         const plan = plans.get(p.input.projectId);
-        results.push(await applyTrack(q, now, p.input, plan && { plan, follower }));
+        results[i] = await applyTrack(q, now, p.input, plan && { plan, follower });
       }
       await follower.finish();
       return { results, segmentEvents: follower.events, recount: follower.recount };
