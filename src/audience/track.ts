@@ -7,6 +7,7 @@
  * whole it is replayed one track per transaction, so a bad item only fails its own request.
  * Events (segment entries/exits included) wake the event feed after the commit (its consumers take them from the log).
  */
+import { isTransientConflict, isUniqueViolation } from "../db/errors";
 import { atomic, type Q } from "../db/raw";
 import type { AppContext } from "../context";
 import type { Data } from "./data-rules";
@@ -157,13 +158,20 @@ export class TrackBatcher {
       } catch {
         // Replay one by one so only the failing track fails.
         for (const p of batch) {
-          try {
-            const r = await this.commit([p], plans);
-            done.push([p, r.results[0]!]);
-            segmentEvents.push(...r.segmentEvents);
-            if (r.recount.length) scheduleRecount(this.ctx, r.recount);
-          } catch (e) {
-            p.reject(e);
+          for (let attempt = 1; ; attempt++) {
+            try {
+              const r = await this.commit([p], plans);
+              done.push([p, r.results[0]!]);
+              segmentEvents.push(...r.segmentEvents);
+              if (r.recount.length) scheduleRecount(this.ctx, r.recount);
+              break;
+            } catch (e) {
+              // Another instance created the same contact meanwhile (or PostgreSQL broke a deadlock): its
+              // row is committed now, so the track finds it on another try.
+              if (attempt < 3 && (isUniqueViolation(e) || isTransientConflict(e))) continue;
+              p.reject(e);
+              break;
+            }
           }
         }
       }
