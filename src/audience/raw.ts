@@ -1,7 +1,7 @@
 /**
  * Raw prepared-statement executors of the contact upsert and event insert, for the hot paths
- * (/v1/track micro-batches, CSV import chunks). They run ONLY inside `ctx.store.exclusive` within
- * one sqlite transaction, and decide with the same planner as the Kysely path (planUpsert).
+ * (/v1/track micro-batches, CSV import chunks, /v1/send). They run through `Q` inside the caller's
+ * transaction, and decide with the same planner as the Kysely path (planUpsert).
  */
 import type { Q } from "../db/raw";
 import type { Data } from "./data-rules";

@@ -1,12 +1,15 @@
 /**
  * /v1/track's write path: a micro-batcher. Requests validated at the edge are queued; one flush
- * per event-loop turn commits every pending track in ONE sqlite transaction (raw prepared
- * statements inside ctx.store.exclusive) and only then resolves each request, so a 200 still
- * means "persisted". The project's tracked segments follow each written contact in that same
- * transaction (segments/follow.ts: only the segments the write can move). If a batch fails as a
- * whole it is replayed one track per transaction, so a bad item only fails its own request.
+ * per event-loop turn commits every pending track in ONE transaction (raw statements through `Q`)
+ * and only then resolves each request, so a 200 still means "persisted". On SQLite each track is a
+ * few prepared statements; on PostgreSQL a batch whose projects have no tracked segments is
+ * set-based (applyTracksPg: four statements for the whole batch). The project's tracked segments
+ * follow each written contact in that same transaction (segments/follow.ts: only the segments the
+ * write can move). If a batch fails as a whole it is replayed one track per transaction, so a bad
+ * item only fails its own request (a lost race with another instance is tried again).
  * Events (segment entries/exits included) wake the event feed after the commit (its consumers take them from the log).
  */
+import { isTransientConflict, isUniqueViolation } from "../db/errors";
 import { atomic, type Q } from "../db/raw";
 import type { AppContext } from "../context";
 import type { Data } from "./data-rules";
@@ -117,6 +120,12 @@ interface Pending {
   reject: (e: unknown) => void;
 }
 
+/** The indexes of `items` by project and address (stable: one contact's tracks keep their order). */
+function lockOrder(items: readonly Pending[]): number[] {
+  const keys = items.map((p) => `${p.input.projectId}\u0000${p.input.email.toLowerCase()}`);
+  return keys.map((_, i) => i).sort((a, b) => (keys[a]! < keys[b]! ? -1 : keys[a]! > keys[b]! ? 1 : a - b));
+}
+
 /** Upper bound of one transaction (keeps the lock short for other writers). */
 const MAX_BATCH = 1000;
 
@@ -178,10 +187,13 @@ export class TrackBatcher {
       if (q.engine === "postgres" && !items.some((p) => plans.has(p.input.projectId))) {
         return { results: await applyTracksPg(q, now, items.map((p) => p.input)), segmentEvents: [], recount: [] };
       }
-      const results: TrackResult[] = [];
-      for (const p of items) {
+      // Contacts are written in one order on every instance (project, then address): two instances'
+      // batches touching the same contacts wait for each other instead of deadlocking (PostgreSQL).
+      const results: TrackResult[] = new Array(items.length);
+      for (const i of lockOrder(items)) {
+        const p = items[i]!;
         const plan = plans.get(p.input.projectId);
-        results.push(await applyTrack(q, now, p.input, plan && { plan, follower }));
+        results[i] = await applyTrack(q, now, p.input, plan && { plan, follower });
       }
       await follower.finish();
       return { results, segmentEvents: follower.events, recount: follower.recount };
@@ -202,13 +214,20 @@ export class TrackBatcher {
       } catch {
         // Replay one by one so only the failing track fails.
         for (const p of batch) {
-          try {
-            const r = await this.commit([p], plans);
-            done.push([p, r.results[0]!]);
-            segmentEvents.push(...r.segmentEvents);
-            if (r.recount.length) scheduleRecount(this.ctx, r.recount);
-          } catch (e) {
-            p.reject(e);
+          for (let attempt = 1; ; attempt++) {
+            try {
+              const r = await this.commit([p], plans);
+              done.push([p, r.results[0]!]);
+              segmentEvents.push(...r.segmentEvents);
+              if (r.recount.length) scheduleRecount(this.ctx, r.recount);
+              break;
+            } catch (e) {
+              // Another instance created the same contact meanwhile (or PostgreSQL broke a deadlock): its
+              // row is committed now, so the track finds it on another try.
+              if (attempt < 3 && (isUniqueViolation(e) || isTransientConflict(e))) continue;
+              p.reject(e);
+              break;
+            }
           }
         }
       }

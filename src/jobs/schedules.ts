@@ -23,8 +23,10 @@ export class Schedules {
   every(name: string, intervalMs: number, fn: () => Promise<void>): void {
     const type = `schedule:${name}`;
     this.intervals.set(name, intervalMs);
-    this.jobs.register(type, async () => {
+    this.jobs.register(type, async (job) => {
       try {
+        // One line per run (the instance that ran it is the process writing it): counted across instances.
+        this.log.info("periodic task ran", { name, job: job.id });
         await fn();
       } finally {
         await this.jobs.enqueue(type, {}, { runAt: this.now() + intervalMs, dedupeKey: `${type}:next`, maxAttempts: 1 });
@@ -48,7 +50,9 @@ export class Schedules {
           // Wall-clock, as croner is: the due time is the same instant for every instance.
           const now = Date.now();
           const next = self.nextRun()?.getTime() ?? now + 86_400_000;
-          if (await periodic.claim(name, now, next)) await fn();
+          if (!(await periodic.claim(name, now, next))) return;
+          this.log.info("periodic task ran", { name, dueAt: new Date(now).toISOString() });
+          await fn();
         }
       : fn;
     this.crons.push(new Cron(pattern, { protect: true, catch: (e) => this.log.error("schedule failed", { name, error: String(e) }) }, run));

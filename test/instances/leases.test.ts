@@ -192,3 +192,22 @@ test("a live instance renews the lease of a long job (every third of MAILSVC_LEA
     await b.close();
   }
 });
+
+test("an instance takes over a peer's expired email claims within a lease of their end when MAILSVC_LEASE is under a minute", async () => {
+  const [id] = await sentEmails(1);
+  const b = await peer("instance-b", { leaseMs: 3_000 });
+  try {
+    await Bun.sleep(700); // b's first outbox round (its first lease sweep) has run
+    const now = env.srv.clock.now();
+    // A peer that died holding the email: its lease ends in 1 s.
+    await leaseAs(id!, "instance-gone", now + 1_000);
+    env.srv.clock.advance(4_000); // past the lease and past b's sweep period (its lease), well under a minute
+    const status = async () => (await env.srv.ctx.db.selectFrom("emails").select(["status", "locked_by"]).where("id", "=", id!).executeTakeFirstOrThrow());
+    await waitFor(status, { until: (s) => s.status === "DELIVERED", timeoutMs: 5_000, what: `email ${id} delivered again` });
+    b.ctx.log.flush();
+    const line = b.logs.flatMap((chunk) => chunk.trim().split("\n")).map((l) => JSON.parse(l)).find((l) => l.msg === "outbox: requeued emails whose lease expired");
+    expect(line?.count).toBe(1);
+  } finally {
+    await b.close();
+  }
+});

@@ -250,14 +250,15 @@ export class Outbox {
     }, ms);
   }
 
-  /** One round: sweeps lost leases (once a minute), claims what fits, starts its pipeline. */
+  /** One round: sweeps lost leases (once a minute, or once a lease when it is shorter), claims what fits, starts its pipeline. */
   private async runRound(): Promise<void> {
     const now = this.ctx.clock.now();
     if (this.inflight.size && now - this.lastLeaseRenewal >= this.opts.leaseMs / 3) {
       this.lastLeaseRenewal = now;
       await this.store.renew(now, now + this.opts.leaseMs, [...this.inflight.keys()]);
     }
-    if (now - this.lastLeaseSweep > 60_000) {
+    // A peer's claims are taken over within a lease of their end, not up to a minute after it.
+    if (now - this.lastLeaseSweep > Math.min(60_000, this.opts.leaseMs)) {
       this.lastLeaseSweep = now;
       await this.sweepLeases(now);
       await this.store.pruneRateWindows(now);

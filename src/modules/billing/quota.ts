@@ -65,11 +65,24 @@ export async function consumeQuota(trx: Kysely<DB>, ctx: AppContext, projectId: 
     const used = row?.used ?? 0;
     if (used + n > limit) throw billingLimitExceeded(category, used, limit, n);
   }
-  await trx
+  // The count only moves while it stays within the cap: the read above is no guard against another
+  // instance's transaction counting at the same moment (PostgreSQL, several instances), the
+  // conditional upsert is (it waits for that row and re-checks against its newest count).
+  const added = await trx
     .insertInto("billing_usage")
     .values({ project_id: projectId, period_start: period, category, used: n, dropped: 0 })
-    .onConflict((oc) => oc.columns(["project_id", "period_start", "category"]).doUpdateSet((eb) => ({ used: eb("billing_usage.used", "+", n) })))
-    .execute();
+    .onConflict((oc) => {
+      const up = oc.columns(["project_id", "period_start", "category"]).doUpdateSet((eb) => ({ used: eb("billing_usage.used", "+", n) }));
+      return limit === null ? up : up.where((eb) => eb(eb("billing_usage.used", "+", n), "<=", limit));
+    })
+    .executeTakeFirst();
+  if (limit !== null && Number(added.numInsertedOrUpdatedRows ?? 0) === 0) throw await overCap(trx, projectId, period, category, limit, n);
+}
+
+/** The 402 of a count a concurrent request took first (its `used` as it is now). */
+async function overCap(trx: Kysely<DB>, projectId: string, period: number, category: BillingCategory, limit: number, n: number) {
+  const row = await trx.selectFrom("billing_usage").select("used").where("project_id", "=", projectId).where("period_start", "=", period).where("category", "=", category).executeTakeFirst();
+  return billingLimitExceeded(category, row?.used ?? 0, limit, n);
 }
 
 // Raw statements for the /v1/send hot path (see src/modules/send/service.ts); same rule as above.
@@ -80,6 +93,8 @@ const USED_SQL = "SELECT used FROM billing_usage WHERE project_id = ? AND period
 const ADD_SQL =
   "INSERT INTO billing_usage (project_id, period_start, category, used, dropped) VALUES (?, ?, ?, ?, 0) " +
   "ON CONFLICT (project_id, period_start, category) DO UPDATE SET used = billing_usage.used + excluded.used";
+/** ADD_SQL that leaves the count alone when it would pass the cap (see consumeQuota). */
+const ADD_CAPPED_SQL = ADD_SQL + " WHERE billing_usage.used + excluded.used <= ?";
 
 /** consumeQuota for callers running raw statements inside their transaction. */
 export async function consumeQuotaRaw(q: Q, now: number, projectId: string, category: BillingCategory, n: number): Promise<void> {
@@ -89,6 +104,10 @@ export async function consumeQuotaRaw(q: Q, now: number, projectId: string, cate
   if (cap !== null) {
     const used = (await q.get<{ used: number }>(USED_SQL, [projectId, period, category]))?.used ?? 0;
     if (used + n > cap) throw billingLimitExceeded(category, used, cap, n);
+    if ((await q.run(ADD_CAPPED_SQL, [projectId, period, category, n, cap])) === 0) {
+      throw billingLimitExceeded(category, (await q.get<{ used: number }>(USED_SQL, [projectId, period, category]))?.used ?? 0, cap, n);
+    }
+    return;
   }
   await q.run(ADD_SQL, [projectId, period, category, n]);
 }
