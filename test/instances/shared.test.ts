@@ -1,7 +1,7 @@
 // What holds across three instances (issue 32): three `mailsvc serve` processes (distinct
 // MAILSVC_INSTANCE_IDs) on one PostgreSQL database, one DNS server, one SMTP sink.
 // 1. a scheduled campaign and every periodic task run once (counted from the rows and the logs);
-// 2. MAILSVC_SEND_RATE=50 is shared: at most 50 claimed per second in total (the sink's 10 s windows printed);
+// 2. MAILSVC_SEND_RATE=50 is shared: the sink sees at most 50 a second in total over 10 s windows (10%);
 // 3. a billing cap and an Idempotency-Key hold under concurrent requests spread over the three;
 // 4. /v1/track on the same contacts at once through the three: one contact per address, every event kept.
 // SQLite: skipped, one instance per SQLite file (decisions.md "PostgreSQL and many instances").
@@ -154,7 +154,7 @@ describe.skipIf(TEST_ENGINE !== "postgres")("three instances on one PostgreSQL d
     for (const ls of lines) expect(ls.filter((l) => l.msg === "job failed" || l.level === "error")).toEqual([]);
   }, 60_000);
 
-  test(`MAILSVC_SEND_RATE=${RATE} with three instances sending one campaign: at most ${RATE} claimed per second in total (the sink's 10 s windows printed)`, async () => {
+  test(`MAILSVC_SEND_RATE=${RATE} with three instances sending one campaign: the sink sees at most ${RATE} a second in total over 10 s windows (10% tolerance)`, async () => {
     const N = 1_200;
     const recipients = Array.from({ length: N }, (_, i) => `rate${i}@${RCPT}`);
     // The project's audience: the contacts of the tests before plus these.
@@ -175,12 +175,8 @@ describe.skipIf(TEST_ENGINE !== "postgres")("three instances on one PostgreSQL d
     expect(grants.every((g) => g.sent <= RATE)).toBe(true);
     expect(grants.reduce((a, g) => a + g.sent, 0)).toBeGreaterThanOrEqual(N);
 
-    // What the sink sees, by 10 s windows from the first message. The budget is taken when emails are
-    // claimed, not when they are handed to the MX: emails an instance claimed but has not sent yet (up to
-    // its 120 in flight: slow first connections, a starved process on a busy machine) reach the sink
-    // later, together with the next seconds' (seen: 97, 136, 67 in the first seconds of fresh instances,
-    // and one 10 s window of 635 on a loaded machine). So the 10% bar over 10 s windows is printed, and
-    // what is asserted is that the rate is shared: three instances each held to 50/s alone would give ~150/s.
+    // What the sink sees, by 10 s windows from the first message: at most the rate, 10% tolerance. The
+    // budget is taken as each message is handed to the dispatcher (shared-rate.ts), not at the claim.
     const at = mine.map((m) => m.receivedAt).sort((a, b) => a - b);
     const first = at[0]!;
     const last = at.at(-1)!;
@@ -192,7 +188,8 @@ describe.skipIf(TEST_ENGINE !== "postgres")("three instances on one PostgreSQL d
     const over = windows.filter((n) => n > RATE * 10 * 1.1).length;
     console.log(`send rate: ${N} messages in ${seconds.toFixed(1)} s (${(N / seconds).toFixed(1)}/s, rate ${RATE}/s); 10 s windows ${windows.join(", ")} (bar ${RATE * 10} + 10%: ${over ? `${over} over` : "met"}); busiest one-second budget ${Math.max(...grants.map((g) => g.sent))} of ${RATE}; per second at the sink: ${[...perSecond].map((n) => n ?? 0).join(" ")}`);
     expect(windows.length).toBeGreaterThanOrEqual(2);
-    expect(N / seconds).toBeLessThan(RATE * 1.5);
+    expect(windows.filter((n) => n > RATE * 10 * 1.1)).toEqual([]);
+    expect(N / seconds).toBeLessThan(RATE * 1.1);
   }, 90_000);
 
   test("a billing cap and an Idempotency-Key hold under concurrent requests spread over the three instances", async () => {

@@ -32,7 +32,12 @@ export interface OutboxStore {
    * Claims due emails: candidates in due order (transactional before campaign mail), `choose` picks
    * among them (per-project fairness and rates), the chosen move to SENDING with a lease, in one transaction.
    */
-  claim(now: number, leaseUntil: number, candidates: number, choose: (rows: Candidate[]) => string[], sharedRate?: number): Promise<ClaimedEmail[]>;
+  claim(now: number, leaseUntil: number, candidates: number, choose: (rows: Candidate[]) => string[]): Promise<ClaimedEmail[]>;
+  /**
+   * PostgreSQL, several instances: takes up to `want` of the `budget` messages a project may send in
+   * the second starting at `windowStart` (send_rate_windows); answers how many it got (shared-rate.ts).
+   */
+  takeSendBudget(project: string, windowStart: number, want: number, budget: number): Promise<number>;
   /** Forgets the shared send-rate windows older than a minute. */
   pruneRateWindows(now: number): Promise<void>;
   /**
@@ -80,7 +85,8 @@ export function outboxStore(ctx: AppContext): OutboxStore {
   const q = qOf(ctx.db, engine);
   const tx = <T>(fn: (q: Q) => Promise<T>) => atomic(ctx.db, engine, fn);
   return {
-    claim: (now, leaseUntil, candidates, choose, sharedRate) => tx((q) => claimDue(q, now, leaseUntil, candidates, choose, ctx.config.instanceId, sharedRate)),
+    claim: (now, leaseUntil, candidates, choose) => tx((q) => claimDue(q, now, leaseUntil, candidates, choose, ctx.config.instanceId)),
+    takeSendBudget: (project, windowStart, want, budget) => tx((q) => takeSendBudget(q, project, windowStart, want, budget)),
     pruneRateWindows: async (now) => {
       if (engine === "postgres") await q.run("DELETE FROM send_rate_windows WHERE window_start < ?", [now - 60_000]);
     },
@@ -143,15 +149,12 @@ async function claimDue(
   candidates: number,
   choose: (rows: Candidate[]) => string[],
   instance: string,
-  sharedRate?: number,
 ): Promise<ClaimedEmail[]> {
   const due = q.engine === "postgres" ? DUE_PG : DUE;
   const rows = await q.all<Candidate>(due, [0, now, candidates]);
   if (rows.length < candidates) rows.push(...(await q.all<Candidate>(due, [1, now, candidates - rows.length])));
   if (!rows.length) return [];
   let ids = choose(rows);
-  if (!ids.length) return [];
-  if (q.engine === "postgres" && sharedRate !== undefined && Number.isFinite(sharedRate)) ids = await withinSharedRate(q, now, rows, ids, sharedRate);
   if (!ids.length) return [];
   return q.all<ClaimedEmail>(
     `UPDATE emails SET status = 'SENDING', lease_until = ?, locked_by = ?, updated_at = ?
@@ -162,33 +165,18 @@ async function claimDue(
 }
 
 /**
- * PostgreSQL, several instances: the chosen ids each project's one-second window still has budget for.
- * One row per project and window; the conditional UPDATE takes min(wanted, left) under the row's lock
- * (SET sees the row as it is when locked), so instances claiming at once never exceed `rate` together.
+ * PostgreSQL, several instances: up to `want` of a project's one-second budget. One row per project and
+ * second; the conditional UPDATE takes min(want, left) under the row's lock (SET sees the row as it is
+ * when locked), so instances taking at once never pass `budget` together.
  */
-async function withinSharedRate(q: Q, now: number, rows: Candidate[], ids: string[], rate: number): Promise<string[]> {
-  const projectOf = new Map(rows.map((r) => [r.id, r.project_id ?? ""]));
-  const wanted = new Map<string, number>();
-  for (const id of ids) wanted.set(projectOf.get(id)!, (wanted.get(projectOf.get(id)!) ?? 0) + 1);
-  const window = Math.floor(now / 1000) * 1000;
-  const budget = Math.max(1, Math.floor(rate));
-  const granted = new Map<string, number>();
-  for (const [project, n] of [...wanted].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-    await q.run("INSERT OR IGNORE INTO send_rate_windows (project_id, window_start) VALUES (?, ?)", [project, window]);
-    const row = await q.get<{ granted: number | string }>(
-      `UPDATE send_rate_windows SET granted = LEAST(?, ? - sent), sent = sent + LEAST(?, ? - sent)
-       WHERE project_id = ? AND window_start = ? AND sent < ? RETURNING granted`,
-      [n, budget, n, budget, project, window, budget],
-    );
-    granted.set(project, row ? Number(row.granted) : 0);
-  }
-  return ids.filter((id) => {
-    const p = projectOf.get(id)!;
-    const left = granted.get(p)!;
-    if (left <= 0) return false;
-    granted.set(p, left - 1);
-    return true;
-  });
+async function takeSendBudget(q: Q, project: string, window: number, want: number, budget: number): Promise<number> {
+  await q.run("INSERT OR IGNORE INTO send_rate_windows (project_id, window_start) VALUES (?, ?)", [project, window]);
+  const row = await q.get<{ granted: number | string }>(
+    `UPDATE send_rate_windows SET granted = LEAST(?, ? - sent), sent = sent + LEAST(?, ? - sent)
+     WHERE project_id = ? AND window_start = ? AND sent < ? RETURNING granted`,
+    [want, budget, want, budget, project, window, budget],
+  );
+  return row ? Number(row.granted) : 0;
 }
 
 async function requeue(q: Q, now: number, ids: string[] | "all-sending", instance: string, mode?: "expired" | "start-up"): Promise<number> {

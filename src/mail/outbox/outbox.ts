@@ -27,6 +27,7 @@ import { outboxStore, type ClaimedEmail, type ContentRow, type OutboxStore, type
 import { envelopeFromFor, planMessage, SigningKeys } from "./plan";
 import { Dispatcher, parseRelayUrl, type DeliveryInfo } from "../smtp/pool";
 import { chooseFairly, ProjectBuckets } from "./send-rate";
+import { SharedSendRate } from "./shared-rate";
 import { sharedSigner } from "../dkim/signer";
 import type { SmtpTimeouts } from "../smtp/smtp-client";
 import { capturedResult, fromSmtpData, isSandbox, keepRaw, simulationOf } from "./sandbox";
@@ -126,6 +127,8 @@ export class Outbox {
   private readonly cancelledCampaigns = new Map<string, number>();
   private readonly contents = new ContentCache(2 * 1024 * 1024);
   private readonly buckets: ProjectBuckets;
+  /** MAILSVC_SEND_RATE shared by every instance (PostgreSQL), charged at hand-off (shared-rate.ts). */
+  private readonly sharedRate: SharedSendRate | null;
   private readonly keys: SigningKeys;
   private readonly dispatcher: Dispatcher;
   private readonly relay: boolean;
@@ -160,6 +163,13 @@ export class Outbox {
     };
     this.store = outboxStore(ctx);
     this.buckets = new ProjectBuckets(this.opts.projectRatePerSecond);
+    const rate = this.opts.projectRatePerSecond;
+    this.sharedRate =
+      ctx.store.engine === "postgres" && Number.isFinite(rate)
+        ? new SharedSendRate(rate, (p, w, n) => this.store.takeSendBudget(p, w, n, Math.max(1, Math.floor(rate))), (e) =>
+            ctx.log.warn("outbox: the shared send rate could not be read", { error: String(e) }),
+          )
+        : null;
     this.keys = new SigningKeys(ctx, (domain) => this.store.systemSigningProject(domain));
     this.resolver = createResolver(ctx.config);
     const relay = ctx.config.smtpRelay ? parseRelayUrl(ctx.config.smtpRelay) : null;
@@ -261,7 +271,7 @@ export class Outbox {
     if (now - this.lastLeaseSweep > Math.min(60_000, this.opts.leaseMs)) {
       this.lastLeaseSweep = now;
       await this.sweepLeases(now);
-      await this.store.pruneRateWindows(now);
+      if (this.sharedRate) await this.store.pruneRateWindows(Date.now());
     }
     const free = this.opts.maxInflight - this.inflight.size;
     if (free < this.claimThreshold()) return; // settling rows wake us
@@ -295,7 +305,7 @@ export class Outbox {
       const chosen = chooseFairly(candidates, limit, this.buckets, now);
       if (chosen.limited) this.claimAgain = true; // rate-limited: look again soon
       return chosen.ids;
-    }, this.opts.projectRatePerSecond);
+    });
     for (const r of rows) this.inflight.set(r.id, r);
     return rows;
   }
@@ -375,8 +385,10 @@ export class Outbox {
       builder.release(built.raw);
       return this.settle(row, WITHDRAWN);
     }
-    if (sandbox) this.capture(builder, row, built.raw);
-    else this.send(builder, row, content, built.raw);
+    if (sandbox) return this.capture(builder, row, built.raw);
+    // Several instances: the project's shared rate is charged now, as the message leaves.
+    if (this.sharedRate && row.project_id && !(await this.sharedRate.acquire(row.project_id, () => this.stopped))) return builder.release(built.raw);
+    this.send(builder, row, content, built.raw);
   }
 
   /**
