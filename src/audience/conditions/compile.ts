@@ -28,6 +28,16 @@ interface State {
   exact: boolean;
   /** Segment ids being expanded (cycle guard). */
   stack: string[];
+  /** Contact-set subqueries written so far (event and static-segment filters). */
+  sets: number;
+  /** Write each set subquery as its own subplan (too many for the engine's join search: d.joinedSetLimit). */
+  ownSubplans: boolean;
+}
+
+/** A contact-set subquery of the whole-table shape, counted (see State.ownSubplans). */
+function setOf(st: State, f: Frag): Frag {
+  st.sets++;
+  return st.ownSubplans ? d.ownSubplan(f) : f;
 }
 
 function not(f: Frag): Frag {
@@ -125,7 +135,7 @@ function timeFilter(column: "c.created_at" | "c.updated_at", op: string, value: 
 function eventSet(st: State, name: string, since: number | null): Frag {
   const win = since === null ? raw("") : q` AND e.id >= ${uuidv7Floor(since)} AND ${intCmp(raw("e.created_at"), ">=", since)}`;
   if (st.ctx.shape === "row") return q`EXISTS (SELECT 1 FROM events e WHERE e.contact_id = c.id AND e.name = ${name}${win})`;
-  return q`c.id IN (SELECT e.contact_id FROM events e WHERE e.project_id = ${st.ctx.projectId} AND e.name = ${name}${win})`;
+  return setOf(st, q`c.id IN (SELECT e.contact_id FROM events e WHERE e.project_id = ${st.ctx.projectId} AND e.name = ${name}${win})`);
 }
 
 function eventFilter(st: State, name: string, op: string, value: unknown, unit: unknown): Frag {
@@ -150,7 +160,7 @@ function memberOf(st: State, id: string, negated: boolean): Frag {
   if (!seg || st.stack.includes(id)) return FALSE;
   if (seg.type === "STATIC") {
     if (st.ctx.shape === "row") return q`EXISTS (SELECT 1 FROM segment_members sm WHERE sm.segment_id = ${id} AND sm.contact_id = c.id)`;
-    return q`c.id IN (SELECT sm.contact_id FROM segment_members sm WHERE sm.segment_id = ${id})`;
+    return setOf(st, q`c.id IN (SELECT sm.contact_id FROM segment_members sm WHERE sm.segment_id = ${id})`);
   }
   if (!seg.condition) return FALSE;
   st.stack.push(id);
@@ -207,7 +217,10 @@ function tree(st: State, t: ConditionTree): Frag {
 
 /** The condition as a fragment (for composing with other SQL in this folder). */
 export function compileFrag(t: ConditionTree, ctx: CompileContext): Frag {
-  return tree({ ctx, stack: [], exact: false }, t);
+  const st: State = { ctx, stack: [], exact: false, sets: 0, ownSubplans: false };
+  const f = tree(st, t);
+  if (st.sets <= d.joinedSetLimit()) return f;
+  return tree({ ctx, stack: [], exact: false, sets: 0, ownSubplans: true }, t);
 }
 
 /** A boolean SQL expression over contacts aliased `c`, with its `?` parameters in order. */

@@ -27,6 +27,9 @@ export const startsWithText = (x: Frag, v: string) => c().startsWithText(x, v);
 export const endsWithText = (x: Frag, v: string) => c().endsWithText(x, v);
 /** LIKE that ignores ASCII case. */
 export const like = () => c().like;
+/** How many set subqueries a condition may hold as joins before each becomes its own subplan. */
+export const joinedSetLimit = () => c().joinedSetLimit;
+export const ownSubplan = (f: Frag) => c().ownSubplan(f);
 
 /** LIKE pattern of a literal substring (`\` escapes). */
 export const likeEscape = (s: string) => s.replace(/[\\%_]/g, (m) => `\\${m}`);

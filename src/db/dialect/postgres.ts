@@ -40,6 +40,9 @@ export const postgresDialect: SqlDialect = {
     startsWithText: (x, v) => q`COALESCE(starts_with(${x}, ${v}::text), false)`,
     endsWithText: (x, v) => q`COALESCE(right(${x}, length(${v}::text)) = ${v}::text, false)`,
     like: "ILIKE",
+    joinedSetLimit: 16,
+    // A sublink inside an expression is not pulled up into the join tree.
+    ownSubplan: (f) => q`(${f}) IS TRUE`,
   },
 };
 

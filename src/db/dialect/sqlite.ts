@@ -38,5 +38,7 @@ export const sqliteDialect: SqlDialect = {
     startsWithText: (x, v) => q`substr(${x}, 1, length(${v})) = ${v}`,
     endsWithText: (x, v) => q`(length(${x}) >= length(${v}) AND substr(${x}, length(${x}) - length(${v}) + 1) = ${v})`,
     like: "LIKE",
+    joinedSetLimit: Number.POSITIVE_INFINITY,
+    ownSubplan: (f) => f,
   },
 };
