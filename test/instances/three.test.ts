@@ -51,6 +51,16 @@ function copies(domain: string): Map<string, number> {
   return m;
 }
 
+/** Messages received per 10 s window from `from` on (a figure for the report). */
+function rates(from: number): number[] {
+  const out: number[] = [];
+  for (const m of sink.messages) {
+    const w = Math.floor((m.receivedAt - from) / 10_000);
+    if (w >= 0) out[w] = (out[w] ?? 0) + 1;
+  }
+  return Array.from(out, (n) => n ?? 0);
+}
+
 async function importContacts(api: Api, acct: Account, emails: string[]) {
   const up = await uploadCsv(api, acct.secretKey, ["email", ...emails].join("\n"));
   expect(up.status).toBe(202);
@@ -161,6 +171,7 @@ test.skipIf(!PG)("three instances: kill -9 two mid-send, start one back: one mes
   const c = await must(api0("/campaigns", { key: camp.secretKey, body: { name: "Twenty thousand", subject: "Hi {{email}}", body: "<p>Hello</p>", from: "news@camp.sender.test", audienceType: "ALL" } }), 201);
   await must(peers.next()(`/campaigns/${c.data.id}/send`, { key: camp.secretKey, method: "POST" }), 200);
   const campaignId = c.data.id as string;
+  const sentAt = Date.now();
   console.log(`campaign sent: ${elapsed()}`);
 
   // /v1/send and the workflow triggers, round-robin over the three (all accepted before the first kill).
@@ -220,6 +231,7 @@ test.skipIf(!PG)("three instances: kill -9 two mid-send, start one back: one mes
     report[domain + ".dups"] = dup.slice(0, 5);
   }
   console.log(`kill -9 test: ${JSON.stringify(report)}; ${elapsed()}`);
+  console.log(`messages at the sink per 10 s since the campaign was sent: ${rates(sentAt).join(" ")}`);
 
   // The workflow executions all completed, each once.
   const execs = await must(peers.next()(`/workflows/${flow.id}/executions?status=COMPLETED&pageSize=1`, { key }), 200);
