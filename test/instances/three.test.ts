@@ -104,6 +104,8 @@ async function claimedRows(url: string) {
       emailsSending: await q("SELECT count(*) AS n FROM emails WHERE status = 'SENDING'"),
       jobsLocked: await q("SELECT count(*) AS n FROM jobs WHERE locked_by IS NOT NULL OR state = 'active'"),
       webhooksLocked: await q("SELECT count(*) AS n FROM webhook_deliveries WHERE locked_by IS NOT NULL"),
+      // What holds a job, when one does (shown by a failure).
+      jobs: (await c.query("SELECT type, state, locked_by, lease_until - $1::bigint AS lease_left_ms FROM jobs WHERE locked_by IS NOT NULL OR state = 'active' LIMIT 5", [Date.now()])).rows,
     };
   } finally {
     await c.end();
@@ -187,6 +189,8 @@ test.skipIf(!PG)("three instances: kill -9 two mid-send, start one back: one mes
 
   // Mid-send: kill -9 one instance, a second one a few seconds later, start the first back.
   await waitFor(() => copies("camp.test").size, { until: (n) => n >= 1_000, intervalMs: 20, timeoutMs: 120_000, what: "1,000 campaign messages" });
+  const waiting = (await must(peers.next()(`/workflows/${flow.id}/executions?status=WAITING&pageSize=1`, { key }), 200)).total as number;
+  console.log(`executions WAITING in their DELAY at the first kill: ${waiting} of ${DELAYS}`);
   const kills = [Date.now()];
   await peers.kill(1);
   console.log(`kill -9 ${peers.peers[1]!.id}: ${elapsed()}; ${sink.messages.length} messages`);
@@ -236,6 +240,7 @@ test.skipIf(!PG)("three instances: kill -9 two mid-send, start one back: one mes
   // The workflow executions all completed, each once.
   const execs = await must(peers.next()(`/workflows/${flow.id}/executions?status=COMPLETED&pageSize=1`, { key }), 200);
   expect(execs.total).toBe(DELAYS);
+  expect((await must(peers.next()(`/workflows/${flow.id}/executions?pageSize=1`, { key }), 200)).total).toBe(DELAYS);
 
   // Nothing stays claimed after the leases end (live instances may hold a claim for a moment).
   const url = (await peers.databaseUrl())!;
@@ -245,7 +250,7 @@ test.skipIf(!PG)("three instances: kill -9 two mid-send, start one back: one mes
     timeoutMs: 2 * LEASE_MS,
     what: "no row claimed",
   });
-  expect(rows).toEqual({ emailsLocked: 0, emailsSending: 0, jobsLocked: 0, webhooksLocked: 0 });
+  expect(rows).toEqual({ emailsLocked: 0, emailsSending: 0, jobsLocked: 0, webhooksLocked: 0, jobs: [] });
   firstDone = true;
 }, 240_000);
 
@@ -279,6 +284,6 @@ test.skipIf(!PG)("a rolling restart of all three (SIGTERM one at a time) during 
     timeoutMs: 2 * LEASE_MS,
     what: "no row claimed",
   });
-  expect(rows).toEqual({ emailsLocked: 0, emailsSending: 0, jobsLocked: 0, webhooksLocked: 0 });
+  expect(rows).toEqual({ emailsLocked: 0, emailsSending: 0, jobsLocked: 0, webhooksLocked: 0, jobs: [] });
   console.log(`rolling restart: ${ROLLING} recipients, one message each, ${((Date.now() - t) / 1000).toFixed(1)}s; whole file ${elapsed()}`);
 }, 120_000);
