@@ -57,6 +57,25 @@ test("a claim records the instance and its lease", async () => {
   await env.srv.ctx.db.updateTable("emails").set({ status: "DELIVERED", next_attempt_at: null }).where("id", "=", id!).execute();
 });
 
+test("a settled email keeps no claim: delivered or deferred, locked_by and lease_until are cleared", async () => {
+  const [id] = await sentEmails(1);
+  const claim = async () => env.srv.ctx.db.selectFrom("emails").select(["status", "locked_by", "lease_until"]).where("id", "=", id!).executeTakeFirstOrThrow();
+  expect(await claim()).toEqual({ status: "DELIVERED", locked_by: null, lease_until: null });
+  // A deferral too (the MX answers 451): the row waits for its retry unclaimed.
+  const to = `lease-defer@${RCPT}`;
+  env.sink.onRcpt = (rcpt) => (rcpt === to ? { code: 451 } : undefined);
+  try {
+    const r = await env.srv.api("/v1/send", { key, body: { to, from: `hello@${SENDER}`, subject: "Lease", body: "<p>hi</p>" } });
+    expect(r.status).toBe(200);
+    const deferred = r.body.data.emails[0].email as string;
+    await waitForView(env.srv, key, deferred, "DEFERRED");
+    const row = await env.srv.ctx.db.selectFrom("emails").select(["status", "locked_by", "lease_until"]).where("id", "=", deferred).executeTakeFirstOrThrow();
+    expect(row).toEqual({ status: "DEFERRED", locked_by: null, lease_until: null });
+  } finally {
+    env.sink.onRcpt = () => undefined;
+  }
+});
+
 test("start-up takes back its own and expired claims, never a live peer's SENDING emails (PostgreSQL); every claim on SQLite", async () => {
   const [live, expired, own] = await sentEmails(3);
   const now = env.srv.clock.now();

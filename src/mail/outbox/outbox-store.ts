@@ -251,25 +251,25 @@ async function writeOutcomes(q: Q, now: number, outcomes: Settled[]): Promise<{ 
     `UPDATE emails SET status = CASE WHEN clicked_at IS NOT NULL THEN 'CLICKED' WHEN opened_at IS NOT NULL THEN 'OPENED' ELSE ? END,
        attempts = attempts + 1, sent_at = COALESCE(sent_at, ?),
        delivered_at = CASE WHEN ? = 'DELIVERED' THEN ? ELSE delivered_at END,
-       last_reply = ?, mx_host = ?, lease_until = NULL, next_attempt_at = NULL, updated_at = ?
+       last_reply = ?, mx_host = ?, lease_until = NULL, locked_by = NULL, next_attempt_at = NULL, updated_at = ?
      WHERE id = ? AND status = 'SENDING'`;
   const deferredQ =
     `UPDATE emails SET status = 'DEFERRED', attempts = attempts + 1, sent_at = COALESCE(sent_at, ?),
-       last_reply = ?, mx_host = COALESCE(?, mx_host), lease_until = NULL, next_attempt_at = ?, updated_at = ?
+       last_reply = ?, mx_host = COALESCE(?, mx_host), lease_until = NULL, locked_by = NULL, next_attempt_at = ?, updated_at = ?
      WHERE id = ? AND status = 'SENDING'`;
   const failedQ =
     `UPDATE emails SET status = 'FAILED', attempts = attempts + 1, sent_at = COALESCE(sent_at, ?), failed_at = ?,
-       last_reply = ?, mx_host = COALESCE(?, mx_host), lease_until = NULL, next_attempt_at = NULL, updated_at = ?
+       last_reply = ?, mx_host = COALESCE(?, mx_host), lease_until = NULL, locked_by = NULL, next_attempt_at = NULL, updated_at = ?
      WHERE id = ? AND status = 'SENDING'`;
   const bouncedQ =
     `UPDATE emails SET status = 'BOUNCED', attempts = attempts + 1, sent_at = COALESCE(sent_at, ?), bounced_at = ?,
-       last_reply = ?, mx_host = COALESCE(?, mx_host), lease_until = NULL, next_attempt_at = NULL, updated_at = ?
+       last_reply = ?, mx_host = COALESCE(?, mx_host), lease_until = NULL, locked_by = NULL, next_attempt_at = NULL, updated_at = ?
      WHERE id = ? AND status = 'SENDING'`;
   const suppressedQ =
-    `UPDATE emails SET status = 'SUPPRESSED', last_reply = ?, lease_until = NULL, next_attempt_at = NULL, updated_at = ?
+    `UPDATE emails SET status = 'SUPPRESSED', last_reply = ?, lease_until = NULL, locked_by = NULL, next_attempt_at = NULL, updated_at = ?
      WHERE id = ? AND status = 'SENDING'`;
   const cancelledQ =
-    `UPDATE emails SET status = 'CANCELLED', last_reply = ?, lease_until = NULL, next_attempt_at = NULL, updated_at = ?
+    `UPDATE emails SET status = 'CANCELLED', last_reply = ?, lease_until = NULL, locked_by = NULL, next_attempt_at = NULL, updated_at = ?
      WHERE id = ? AND status = 'SENDING'`;
   const recorded: RecordedEvent[] = [];
   const bounced: Settled[] = [];

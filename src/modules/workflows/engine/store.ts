@@ -5,6 +5,7 @@
 import type { Q } from "../../../db/raw";
 import { sql, type Kysely, type Selectable, type Transaction } from "kysely";
 import type { DB } from "../../../db";
+import { dialect } from "../../../db/dialect";
 import type { WorkflowExecutionsTable, WorkflowStepsTable, WorkflowsTable } from "../../../db/tables/workflows";
 import type { Branch, ExecutionStatus, GraphTransition, StepLogStatus, StepType } from "./types";
 
@@ -176,9 +177,16 @@ export async function currentEventSeq(db: Db): Promise<number> {
   return Number(r?.max ?? 0);
 }
 
-/** Due, waiting jobs of one type in run_at order (read inside the batch's transaction). */
-export const dueStepJobs = (trx: Db, type: string, now: number, limit: number) =>
-  trx.selectFrom("jobs").select(["id", "payload"]).where("state", "=", "waiting").where("run_at", "<=", now).where("type", "=", type).orderBy("run_at").limit(limit).execute();
+/**
+ * Due, waiting jobs of one type in run_at order (read inside the batch's transaction). On PostgreSQL
+ * the rows are locked (SKIP LOCKED) until the batch commits: another instance's batch takes other
+ * rows, and a job loop's claim of one of them waits and then finds it completed (read without the
+ * lock, a job could be run by two batches, or completed by the batch while a peer's loop held it).
+ */
+export const dueStepJobs = (trx: Db, type: string, now: number, limit: number) => {
+  const due = trx.selectFrom("jobs").select(["id", "payload"]).where("state", "=", "waiting").where("run_at", "<=", now).where("type", "=", type).orderBy("run_at").limit(limit);
+  return (dialect().engine === "postgres" ? due.forUpdate().skipLocked() : due).execute();
+};
 
 /**
  * Executions the trigger consumer started without a job (RUNNING, no job, step_seq 0), oldest first.
@@ -198,7 +206,7 @@ export async function completeJobs(trx: Db, ids: string[], now: number): Promise
   for (let i = 0; i < ids.length; i += 500) {
     await trx
       .updateTable("jobs")
-      .set((eb) => ({ state: "completed", progress: 100, finished_at: now, updated_at: now, attempts: eb("attempts", "+", 1) }))
+      .set((eb) => ({ state: "completed", progress: 100, finished_at: now, updated_at: now, lease_until: null, locked_by: null, attempts: eb("attempts", "+", 1) }))
       .where("id", "in", ids.slice(i, i + 500))
       .execute();
   }
