@@ -51,6 +51,13 @@ function copies(domain: string): Map<string, number> {
   return m;
 }
 
+/** The Message-ID header of a raw message. */
+function messageIdOf(raw: Buffer): string {
+  const m = /^message-id:\s*(<[^>]+>)/im.exec(raw.subarray(0, 16_384).toString("latin1"));
+  if (!m) throw new Error("a message without a Message-ID");
+  return m[1]!;
+}
+
 /** Messages received per 10 s window from `from` on (a figure for the report). */
 function rates(from: number): number[] {
   const out: number[] = [];
@@ -229,6 +236,9 @@ test.skipIf(!PG)("three instances: kill -9 two mid-send, start one back: one mes
     expect(dup.length).toBeLessThanOrEqual(kills.length * CONNECTIONS);
     for (const r of dup) {
       expect(got.get(r)).toBe(2);
+      // The same email sent again (one Message-ID): a receiving server or client that deduplicates by
+      // Message-ID shows the recipient one message.
+      expect(new Set(sink.byRecipient(r).map((m) => messageIdOf(m.raw))).size).toBe(1);
       const first = sink.byRecipient(r)[0]!.receivedAt;
       expect(kills.some((k) => first >= k - 10_000 && first <= k + 1_000)).toBe(true);
     }
