@@ -53,6 +53,14 @@ async function loadJwtSecret(store: Store, configured?: string): Promise<string>
 }
 
 /** Opens the database, migrates it and builds the per-instance context (no listener). */
+/**
+ * The event feed on PostgreSQL: cursors locked (several instances), and rounds at least 100 ms apart
+ * reading up to a full batch. A round's cost there is round trips (each holding the process's writer
+ * turn, which /v1/track batches wait for), not event-loop time: fewer, larger rounds leave the writer
+ * to the tracks (scripts/bench/engines.ts). An event reaches its consumers up to ~100 ms later under load.
+ */
+const POSTGRES_FEED = { lockCursors: true, minGapMs: 100, roundBudgetMs: Number.POSITIVE_INFINITY };
+
 export async function createContext(config: Config, opts: StartOptions = {}): Promise<AppContext> {
   const store = openDatabase(config);
   useEngine(store.engine);
@@ -74,7 +82,7 @@ export async function createContext(config: Config, opts: StartOptions = {}): Pr
     clock,
     log,
     jobs,
-    feed: new EventFeed(store.db, clock, log, { lockCursors: store.engine === "postgres" }),
+    feed: new EventFeed(store.db, clock, log, store.engine === "postgres" ? POSTGRES_FEED : {}),
     schedules: new Schedules(jobs, log, () => clock.now(), periodicStore(store.db, store.engine, config.instanceId)),
     keys: new KeyCache(store.db),
     rateLimiter: new RateLimiter(config.rateLimit, clock),
