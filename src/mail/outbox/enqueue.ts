@@ -1,8 +1,8 @@
 // How emails enter the outbox (for /v1/send, account emails and later campaigns and workflows):
 // insert the shared content once, then one row per recipient, in the caller's transaction; after
 // the commit call wakeOutbox(ctx). A row is due when next_attempt_at <= now.
-// One email insert (insertEmailRaw: a prepared statement per row on the caller's transaction, the hot
-// /v1/send and fan-out paths); insertEmails runs it on a Kysely transaction.
+// One email insert (insertEmailsRaw: chunks of multi-row VALUES on the caller's transaction, the hot
+// /v1/send and fan-out paths; insertEmailRaw is its one-row call); insertEmails runs it on a Kysely transaction.
 import { qOf, type Q } from "../../db/raw";
 import { dialect } from "../../db/dialect";
 import type { Insertable, Kysely, Transaction } from "kysely";
@@ -12,7 +12,7 @@ import type { AttachmentInput } from "../message/compose";
 import { messageIdFor } from "../message/build";
 import { SUPPRESSED_REPLY } from "./suppressions";
 import { newEventId, type RecordedEvent } from "../../audience/events";
-import { insertEventRaw } from "../../audience/raw";
+import { insertEventsRaw } from "../../audience/raw";
 
 type Db = Kysely<DB> | Transaction<DB>;
 
@@ -117,11 +117,8 @@ function suppressedEvent(id: string, e: NewEmail): Omit<RecordedEvent, "eventId"
  * its `email.suppressed` event in the same transaction; pass `recorded` to notify it after the commit.
  */
 export async function insertEmails(db: Db, now: number, hostname: string, rows: NewEmail[], recorded?: RecordedEvent[]): Promise<string[]> {
-  // The one email insert (insertEmailRaw), on the caller's transaction.
-  const q = qOf(db, dialect().engine);
-  const ids: string[] = [];
-  for (const e of rows) ids.push(await insertEmailRaw(q, now, hostname, e, recorded));
-  return ids;
+  // The one email insert (insertEmailsRaw), on the caller's transaction.
+  return insertEmailsRaw(qOf(db, dialect().engine), now, hostname, rows, recorded);
 }
 
 // ---- raw flavour (inside ctx.store.exclusive, within one sqlite transaction) --------------------
@@ -158,14 +155,48 @@ export async function insertContentRaw(q: Q, now: number, c: NewContent): Promis
   return id;
 }
 
+/** One email row: insertEmailsRaw with one row (the /v1/send hot path). */
 export async function insertEmailRaw(q: Q, now: number, hostname: string, e: NewEmail, recorded?: RecordedEvent[]): Promise<string> {
-  const id = Bun.randomUUIDv7();
-  const row = emailRow(id, now, hostname, e) as Record<string, unknown>;
-  await q.run(INSERT_EMAIL, EMAIL_COLUMNS.map((k) => row[k] ?? null));
-  const ev = suppressedEvent(id, e);
-  if (ev) {
-    const eventId = await insertEventRaw(q, now, { ...ev, emailId: id });
-    recorded?.push({ ...ev, eventId });
+  return (await insertEmailsRaw(q, now, hostname, [e], recorded))[0]!;
+}
+
+/** Rows per multi-row INSERT INTO emails: 18 parameters a row, well under PostgreSQL's 65,535 and SQLite's 32,766. */
+const EMAILS_PER_STATEMENT = 500;
+const insertEmailsSql = new Map<number, string>([[1, INSERT_EMAIL]]);
+const EMAIL_TUPLE = `(${EMAIL_COLUMNS.map(() => "?").join(", ")})`;
+function insertEmailsText(n: number): string {
+  let t = insertEmailsSql.get(n);
+  if (!t) {
+    t = `INSERT INTO emails (${EMAIL_COLUMNS.join(", ")}) VALUES ${Array(n).fill(EMAIL_TUPLE).join(", ")}`;
+    insertEmailsSql.set(n, t);
   }
-  return id;
+  return t;
+}
+
+/**
+ * THE email insert: rows (built by emailRow) in chunks of multi-row VALUES, in the caller's
+ * transaction, then the `email.suppressed` events of the SUPPRESSED rows (multi-row too), in the
+ * rows' order; `recorded` gets them for notification after the commit. Answers the ids in the rows' order.
+ */
+export async function insertEmailsRaw(q: Q, now: number, hostname: string, rows: readonly NewEmail[], recorded?: RecordedEvent[]): Promise<string[]> {
+  const ids: string[] = [];
+  const events: (Omit<RecordedEvent, "eventId"> & { emailId: string })[] = [];
+  for (let i = 0; i < rows.length; i += EMAILS_PER_STATEMENT) {
+    const chunk = rows.slice(i, i + EMAILS_PER_STATEMENT);
+    const params: unknown[] = [];
+    for (const e of chunk) {
+      const id = Bun.randomUUIDv7();
+      ids.push(id);
+      const row = emailRow(id, now, hostname, e) as Record<string, unknown>;
+      for (const k of EMAIL_COLUMNS) params.push(row[k] ?? null);
+      const ev = suppressedEvent(id, e);
+      if (ev) events.push({ ...ev, emailId: id });
+    }
+    await q.run(insertEmailsText(chunk.length), params);
+  }
+  if (events.length) {
+    const eventIds = await insertEventsRaw(q, now, events);
+    if (recorded) events.forEach(({ emailId: _, ...ev }, i) => recorded.push({ ...ev, eventId: eventIds[i]! }));
+  }
+  return ids;
 }

@@ -9,7 +9,7 @@ import type { Store } from "../../db";
 import { atomic, qOf, type Q } from "../../db/raw";
 import type { EmailContentsTable, EmailsTable } from "../../db/tables/delivery";
 import type { RecordedEvent } from "../../audience/events";
-import { insertEventRaw } from "../../audience/raw";
+import { insertEventRaw, insertEventsRaw } from "../../audience/raw";
 import { applyHardBounce } from "./bounces";
 import type { AttemptRow, EventRow, NextState } from "./next-state";
 import { suppressedAmongRaw } from "./suppressions";
@@ -271,6 +271,7 @@ async function writeOutcomes(q: Q, now: number, outcomes: Settled[]): Promise<{ 
   const cancelledQ =
     `UPDATE emails SET status = 'CANCELLED', last_reply = ?, lease_until = NULL, locked_by = NULL, next_attempt_at = NULL, updated_at = ?
      WHERE id = ? AND status = 'SENDING'`;
+  if (q.engine === "postgres") return writeOutcomesSetBased(q, now, outcomes);
   const recorded: RecordedEvent[] = [];
   const bounced: Settled[] = [];
     for (const o of outcomes) {
@@ -302,6 +303,50 @@ async function writeOutcomes(q: Q, now: number, outcomes: Settled[]): Promise<{ 
       }
     }
   return { recorded, bounced };
+}
+
+// PostgreSQL: a round trip per row is the cost there (issue 31), so a batch of outcomes is one
+// UPDATE ... FROM unnest(...) per status present and one multi-row insert of their events. The same
+// writes as the per-row statements above (SQLite keeps those: prepared statements in-process are cheaper).
+const SET_BASED: Record<NextState["status"], string> = {
+  DELIVERED: `status = CASE WHEN e.clicked_at IS NOT NULL THEN 'CLICKED' WHEN e.opened_at IS NOT NULL THEN 'OPENED' ELSE u.st END,
+       attempts = e.attempts + 1, sent_at = COALESCE(e.sent_at, ?1),
+       delivered_at = CASE WHEN u.st = 'DELIVERED' THEN ?1 ELSE e.delivered_at END,
+       last_reply = u.reply, mx_host = u.host, lease_until = NULL, next_attempt_at = NULL, updated_at = ?1`,
+  SENT: "", // with DELIVERED
+  DEFERRED: `status = 'DEFERRED', attempts = e.attempts + 1, sent_at = COALESCE(e.sent_at, ?1),
+       last_reply = u.reply, mx_host = COALESCE(u.host, e.mx_host), lease_until = NULL, next_attempt_at = COALESCE(u.next_at, ?1), updated_at = ?1`,
+  FAILED: `status = 'FAILED', attempts = e.attempts + 1, sent_at = COALESCE(e.sent_at, ?1), failed_at = ?1,
+       last_reply = u.reply, mx_host = COALESCE(u.host, e.mx_host), lease_until = NULL, next_attempt_at = NULL, updated_at = ?1`,
+  BOUNCED: `status = 'BOUNCED', attempts = e.attempts + 1, sent_at = COALESCE(e.sent_at, ?1), bounced_at = ?1,
+       last_reply = u.reply, mx_host = COALESCE(u.host, e.mx_host), lease_until = NULL, next_attempt_at = NULL, updated_at = ?1`,
+  SUPPRESSED: "status = 'SUPPRESSED', last_reply = u.reply, lease_until = NULL, next_attempt_at = NULL, updated_at = ?1",
+  CANCELLED: "status = 'CANCELLED', last_reply = u.reply, lease_until = NULL, next_attempt_at = NULL, updated_at = ?1",
+};
+
+async function writeOutcomesSetBased(q: Q, now: number, outcomes: Settled[]): Promise<{ recorded: RecordedEvent[]; bounced: Settled[] }> {
+  const groups = new Map<string, Settled[]>();
+  for (const o of outcomes) {
+    const key = o.state.status === "SENT" ? "DELIVERED" : o.state.status;
+    let g = groups.get(key);
+    if (!g) groups.set(key, (g = []));
+    g.push(o);
+  }
+  let bouncedIds = new Set<string>();
+  for (const [status, g] of groups) {
+    const moved = await q.all<{ id: string }>(
+      `UPDATE emails AS e SET ${SET_BASED[status as NextState["status"]]}
+       FROM unnest(?2::text[], ?3::text[], ?4::text[], ?5::text[], ?6::bigint[]) AS u(id, st, reply, host, next_at)
+       WHERE e.id = u.id AND e.status = 'SENDING' RETURNING e.id`,
+      [now, g.map((o) => o.state.id), g.map((o) => o.state.status), g.map((o) => o.state.reply), g.map((o) => o.state.host ?? null), g.map((o) => o.state.nextAttemptAt ?? null)],
+    );
+    if (status === "BOUNCED") bouncedIds = new Set(moved.map((r) => r.id));
+  }
+  // A bounce's events are recorded with its audience side; every other outcome's here, in the outcomes' order.
+  const events = outcomes.flatMap((o) => (o.state.status === "BOUNCED" ? [] : o.state.events));
+  const ids = events.length ? await insertEventsRaw(q, now, events) : [];
+  const recorded = events.map((e, i) => ({ projectId: e.projectId, contactId: e.contactId, eventId: ids[i]!, name: e.name, data: e.data }));
+  return { recorded, bounced: outcomes.filter((o) => o.state.status === "BOUNCED" && bouncedIds.has(o.state.id)) };
 }
 
 /** Emails per status, for the /metrics gauges (read while the scrape is answered). */

@@ -344,19 +344,27 @@ export class Outbox {
       if (!l) byProject.set(r.project_id, (l = []));
       l.push(r.to_email);
     }
-    const suppressed = new Set<string>();
-    for (const [pid, emails] of byProject) for (const e of await this.store.suppressedAmong(pid, emails)) suppressed.add(`${pid}|${e}`);
-    const trackingModes = byProject.size ? await this.store.trackingModes([...byProject.keys()]) : new Map<string, string>();
-    const postalAddresses = byProject.size ? await this.store.postalAddresses([...byProject.keys()]) : new Map<string, string>();
+    const projects = [...byProject.keys()];
     // Subscription is checked when the email is queued and again here: a contact may unsubscribe
     // while a campaign's emails wait in the queue (or between retries).
     const needSubscription = rows.filter((r) => r.contact_id && NEEDS_SUBSCRIPTION.has(this.contents.get(r.content_id)?.type ?? "")).map((r) => r.contact_id!);
-    const unsubscribed = await this.store.unsubscribedAmong(needSubscription);
     // A campaign cancelled in another process, or before a restart that requeued its claimed emails.
     const campaigns = [...new Set(rows.map((r) => r.campaign_id).filter((id): id is string => id !== null))];
-    if (campaigns.length) for (const id of await this.store.cancelledAmong(campaigns)) this.cancelCampaign(id);
-    const sandbox = new Set<string>();
-    for (const pid of byProject.keys()) if (await isSandbox(this.ctx, pid)) sandbox.add(pid);
+    // Independent reads, issued together: on PostgreSQL each is a round trip, and the pool runs them at once.
+    const [suppressedLists, trackingModes, postalAddresses, unsubscribed, cancelled, sandboxed] = await Promise.all([
+      Promise.all([...byProject].map(([pid, emails]) => this.store.suppressedAmong(pid, emails))),
+      projects.length ? this.store.trackingModes(projects) : new Map<string, string>(),
+      projects.length ? this.store.postalAddresses(projects) : new Map<string, string>(),
+      this.store.unsubscribedAmong(needSubscription),
+      campaigns.length ? this.store.cancelledAmong(campaigns) : [],
+      Promise.all(projects.map((pid) => isSandbox(this.ctx, pid))),
+    ]);
+    const suppressed = new Set<string>();
+    suppressedLists.forEach((list, i) => {
+      for (const e of list) suppressed.add(`${projects[i]}|${e}`);
+    });
+    for (const id of cancelled) this.cancelCampaign(id);
+    const sandbox = new Set(projects.filter((_, i) => sandboxed[i]));
     return { contents: (id) => this.contents.get(id), withdrawn: (row) => this.withdrawn(row), suppressed, unsubscribed, trackingModes, sandbox, postalAddresses };
   }
 

@@ -1,5 +1,5 @@
 import type { EngagementCounts } from "../../db/tables/analytics";
-import { insertEmailRaw } from "../../mail/outbox/enqueue";
+import { insertEmailsRaw } from "../../mail/outbox/enqueue";
 // Data access of campaigns (Kysely; Postgres-compatible SQL). The fan-out's batch writes live
 // here too: one transaction per batch writes the email rows and moves the keyset checkpoint.
 import type { Q } from "../../db/raw";
@@ -231,21 +231,24 @@ export async function writeFanoutBatchRaw(q: Q, trx: Kysely<any>, b: BatchInput,
     await q.run("UPDATE campaigns SET fanout_done = 1, total_recipients = ?, updated_at = ? WHERE id = ?", [total, b.now, b.campaignId]);
     return { done: true, total };
   }
-  for (const r of rows) {
-    // The one email insert; a suppressed recipient is on the contact's trail too (email.suppressed).
-    await insertEmailRaw(q, b.now, b.hostname, {
+  // The one email insert, set-based (multi-row); a suppressed recipient is on the contact's trail too (email.suppressed).
+  await insertEmailsRaw(
+    q,
+    b.now,
+    b.hostname,
+    rows.map((r) => ({
       projectId: b.projectId,
       contentId: b.contentId,
       contactId: r.id,
       toEmail: r.email,
       varsJson: varsOf(r),
-      sourceType: "CAMPAIGN",
+      sourceType: "CAMPAIGN" as const,
       campaignId: b.campaignId,
       templateId: b.templateId,
-      status: r.suppressed !== null ? "SUPPRESSED" : "PENDING",
+      status: r.suppressed !== null ? ("SUPPRESSED" as const) : ("PENDING" as const),
       priority: 1,
-    });
-  }
+    })),
+  );
   const lastId = rows[rows.length - 1]!.id;
   await q.run("UPDATE campaigns SET fanout_last_id = ? WHERE id = ?", [lastId, b.campaignId]);
   return { n: rows.length, lastId };
