@@ -312,16 +312,16 @@ const SET_BASED: Record<NextState["status"], string> = {
   DELIVERED: `status = CASE WHEN e.clicked_at IS NOT NULL THEN 'CLICKED' WHEN e.opened_at IS NOT NULL THEN 'OPENED' ELSE u.st END,
        attempts = e.attempts + 1, sent_at = COALESCE(e.sent_at, ?1),
        delivered_at = CASE WHEN u.st = 'DELIVERED' THEN ?1 ELSE e.delivered_at END,
-       last_reply = u.reply, mx_host = u.host, lease_until = NULL, next_attempt_at = NULL, updated_at = ?1`,
+       last_reply = u.reply, mx_host = u.host, lease_until = NULL, locked_by = NULL, next_attempt_at = NULL, updated_at = ?1`,
   SENT: "", // with DELIVERED
   DEFERRED: `status = 'DEFERRED', attempts = e.attempts + 1, sent_at = COALESCE(e.sent_at, ?1),
-       last_reply = u.reply, mx_host = COALESCE(u.host, e.mx_host), lease_until = NULL, next_attempt_at = COALESCE(u.next_at, ?1), updated_at = ?1`,
+       last_reply = u.reply, mx_host = COALESCE(u.host, e.mx_host), lease_until = NULL, locked_by = NULL, next_attempt_at = COALESCE(u.next_at, ?1), updated_at = ?1`,
   FAILED: `status = 'FAILED', attempts = e.attempts + 1, sent_at = COALESCE(e.sent_at, ?1), failed_at = ?1,
-       last_reply = u.reply, mx_host = COALESCE(u.host, e.mx_host), lease_until = NULL, next_attempt_at = NULL, updated_at = ?1`,
+       last_reply = u.reply, mx_host = COALESCE(u.host, e.mx_host), lease_until = NULL, locked_by = NULL, next_attempt_at = NULL, updated_at = ?1`,
   BOUNCED: `status = 'BOUNCED', attempts = e.attempts + 1, sent_at = COALESCE(e.sent_at, ?1), bounced_at = ?1,
-       last_reply = u.reply, mx_host = COALESCE(u.host, e.mx_host), lease_until = NULL, next_attempt_at = NULL, updated_at = ?1`,
-  SUPPRESSED: "status = 'SUPPRESSED', last_reply = u.reply, lease_until = NULL, next_attempt_at = NULL, updated_at = ?1",
-  CANCELLED: "status = 'CANCELLED', last_reply = u.reply, lease_until = NULL, next_attempt_at = NULL, updated_at = ?1",
+       last_reply = u.reply, mx_host = COALESCE(u.host, e.mx_host), lease_until = NULL, locked_by = NULL, next_attempt_at = NULL, updated_at = ?1`,
+  SUPPRESSED: "status = 'SUPPRESSED', last_reply = u.reply, lease_until = NULL, locked_by = NULL, next_attempt_at = NULL, updated_at = ?1",
+  CANCELLED: "status = 'CANCELLED', last_reply = u.reply, lease_until = NULL, locked_by = NULL, next_attempt_at = NULL, updated_at = ?1",
 };
 
 async function writeOutcomesSetBased(q: Q, now: number, outcomes: Settled[]): Promise<{ recorded: RecordedEvent[]; bounced: Settled[] }> {
