@@ -119,13 +119,42 @@ interface CampaignRun {
   cpu: string;
   subtle: number;
 }
+/**
+ * CPU seconds PostgreSQL's processes have used so far (this machine's cluster): the postmaster's own and
+ * its reaped children's (backends that ended), plus the live children's. Read from /proc; null when the
+ * cluster is not on this machine or not readable.
+ */
+async function postgresCpuSeconds(): Promise<number | null> {
+  try {
+    const { readFileSync, readdirSync } = await import("node:fs");
+    const h = openPostgres(ADMIN, { max: 1 });
+    const dir = (await rawGet<{ d: string }>(h.db, "postgres", "SELECT setting AS d FROM pg_settings WHERE name = 'data_directory'"))!.d;
+    await h.close();
+    const pm = Number(readFileSync(join(dir, "postmaster.pid"), "utf8").split("\n")[0]);
+    const stat = (pid: number | string) => readFileSync(`/proc/${pid}/stat`, "utf8").slice(readFileSync(`/proc/${pid}/stat`, "utf8").lastIndexOf(")") + 2).split(" ");
+    const s = stat(pm); // fields from state (3rd): utime 14th -> index 11, stime 12, cutime 13, cstime 14
+    let ticks = Number(s[11]) + Number(s[12]) + Number(s[13]) + Number(s[14]);
+    for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+      try {
+        const c = stat(pid);
+        if (Number(c[1]) === pm) ticks += Number(c[11]) + Number(c[12]);
+      } catch {}
+    }
+    return ticks / 100;
+  } catch {
+    return null;
+  }
+}
+
 async function campaignRun(engine: Engine): Promise<CampaignRun> {
   const env: Record<string, string | undefined> = { ...process.env, BENCH_SKIP_SEND: "1", BENCH_N: String(CAMPAIGN_N) };
   if (engine === "postgres") env.BENCH_DATABASE_URL = ADMIN;
   else delete env.BENCH_DATABASE_URL;
+  const pg0 = engine === "postgres" ? await postgresCpuSeconds() : null;
   const p = Bun.spawn([process.execPath, join(ROOT, "scripts/bench/campaign.ts"), String(CAMPAIGN_N)], { env, stdout: "pipe", stderr: "inherit" });
   const out = await new Response(p.stdout).text();
   if ((await p.exited) !== 0) throw new Error(`campaign.ts on ${engine} failed:\n${out}`);
+  const pg1 = pg0 === null ? null : await postgresCpuSeconds();
   const line = out.split("\n").find((l) => l.startsWith("campaign end to end:")) ?? "";
   const m = /= ([\d,]+) msg\/s/.exec(line);
   if (!m) throw new Error(`campaign.ts on ${engine}: no rate in\n${out}`);
@@ -135,7 +164,9 @@ async function campaignRun(engine: Engine): Promise<CampaignRun> {
     line: line.replace(/^campaign end to end: /, "").replace(/\s+\(bar >= 1,000.*$/, ""),
     fanout: out.split("\n").find((l) => l.startsWith("fan-out of")) ?? "",
     probe: out.split("\n").find((l) => l.startsWith("POST /v1/track during")) ?? "",
-    cpu: (out.split("\n").find((l) => l.startsWith("CPU during the campaign")) ?? "").replace("CPU during the campaign (per thread): ", ""),
+    cpu:
+      (out.split("\n").find((l) => l.startsWith("CPU during the campaign")) ?? "").replace("CPU during the campaign (per thread): ", "") +
+      (pg0 !== null && pg1 !== null ? `; PostgreSQL's processes ${fmt(pg1 - pg0, 1)} s (the whole run: import, fan-out, delivery)` : ""),
     subtle: subtle ? Number(subtle[1]!.replaceAll(",", "")) : NaN,
   };
 }

@@ -6,13 +6,18 @@ import { CompiledQuery, type Kysely } from "kysely";
 const cache = new Map<string, string>();
 
 /**
- * The PostgreSQL text of a SQLite statement: `?` -> `$n` (outside quotes), `json_each(?)` ->
- * `jsonb_array_elements_text(?::jsonb)` (both yield a column `value`), `INSERT OR IGNORE` -> `ON CONFLICT DO NOTHING`.
+ * The PostgreSQL text of a SQLite statement: `?` -> `$n` (outside quotes), `IN (SELECT value FROM json_each(?))` ->
+ * `= ANY(ARRAY(SELECT jsonb_array_elements_text(?::jsonb)))`, other `json_each(?)` -> `jsonb_array_elements_text(?::jsonb)`
+ * (both yield a column `value`), `INSERT OR IGNORE` -> `ON CONFLICT DO NOTHING`.
  */
 export function pgText(sqliteText: string): string {
   let out = cache.get(sqliteText);
   if (out !== undefined) return out;
-  let t = sqliteText.replace(/json_each\(\?\)/g, "jsonb_array_elements_text(?::jsonb)");
+  // `x IN (SELECT value FROM json_each(?))` becomes `x = ANY(ARRAY(…))`: the array is computed once and
+  // each element is an index probe. As a semi-join PostgreSQL guessed 100 rows for the function and could
+  // scan the whole table (the outbox claim was a campaign's busiest statement).
+  let t = sqliteText.replace(/(?<!NOT )IN \(SELECT value FROM json_each\(\?\)\)/g, "= ANY(ARRAY(SELECT jsonb_array_elements_text(?::jsonb)))");
+  t = t.replace(/json_each\(\?\)/g, "jsonb_array_elements_text(?::jsonb)");
   let ignore = false;
   t = t.replace(/INSERT OR IGNORE INTO/gi, () => {
     ignore = true;
