@@ -125,11 +125,14 @@ export interface UpsertResult {
 export async function upsertContact(db: Db, ctx: AppContext, input: UpsertInput): Promise<UpsertResult> {
   const email = normalizeContactEmail(input.email);
   const now = ctx.clock.now();
+  // Locked on PostgreSQL (as audience/raw.ts does): another instance's write of this contact waits for
+  // this transaction, so neither merges data into a row the other is replacing.
   const existing = await db
     .selectFrom("contacts")
     .selectAll()
     .where("project_id", "=", input.projectId)
     .where("email", "=", email)
+    .$if(ctx.store.engine === "postgres", (qb) => qb.forUpdate())
     .executeTakeFirst();
   const plan = planUpsert(existing ?? null, input);
   const events: RecordedEvent[] = [];

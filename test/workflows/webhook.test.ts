@@ -5,7 +5,7 @@ import { Webhook } from "standardwebhooks";
 import { startDns, type TestDns } from "../support/dns";
 import { createAccount, startServer, type Account, type TestServer } from "../support/server";
 import { waitFor } from "../support/wait";
-import { chain, contact, must, start, waitForExecution, type Ctx } from "./support";
+import { chain, contact, execution, must, start, waitForExecution, type Ctx } from "./support";
 
 interface Received {
   method: string;
@@ -142,7 +142,8 @@ describe("WEBHOOK", () => {
     const n = received.length;
     const ex = await start(c, wf.id, { contactId: ct.id });
     await waitFor(() => since(n).length, { until: (k) => k >= 1, what: "the first attempt" });
-    const running = await waitForExecution(c, wf.id, ex.id, "RUNNING");
+    // The attempt is recorded on the step after the endpoint answered: wait for the record, not only the request.
+    const running = await waitFor(() => execution(c, wf.id, ex.id), { until: (e: any) => e.status === "RUNNING" && e.steps[0]?.output != null, what: "the first attempt recorded" });
     expect(running.steps[0]).toMatchObject({ status: "RUNNING", output: { attempts: 1, status: 503 } });
     for (const wait of [1000, 2000, 3000]) {
       const before = since(n).length;
