@@ -323,6 +323,9 @@ describe("durability", () => {
       MAILSVC_HOSTNAME: "mailsvc.crash",
       MAILSVC_SUBMISSION_PORT: String(port),
       MAILSVC_RETRY_SCHEDULE: "1s",
+      // A stable id across the restart: on PostgreSQL a restarted instance takes back its own claims at once
+      // (an email claimed when the kill landed would otherwise wait for its lease to end).
+      MAILSVC_INSTANCE_ID: "submission-crash",
     };
     let srv: SpawnedServer = await spawnServer(srvEnv);
     cleanups.push(() => srv.kill());

@@ -117,7 +117,14 @@ export async function updateContact(
 ): Promise<ContactView> {
   const events: RecordedEvent[] = [];
   const row = await ctx.db.transaction().execute(async (trx) => {
-    const row = await trx.selectFrom("contacts").selectAll().where("project_id", "=", projectId).where("id", "=", id).executeTakeFirst();
+    // Locked on PostgreSQL: a concurrent write of this contact through another instance waits (no lost data key).
+    const row = await trx
+      .selectFrom("contacts")
+      .selectAll()
+      .where("project_id", "=", projectId)
+      .where("id", "=", id)
+      .$if(ctx.store.engine === "postgres", (qb) => qb.forUpdate())
+      .executeTakeFirst();
     if (!row) throw notFound("Contact");
     const next = { ...row };
     if (input.email !== undefined) {
