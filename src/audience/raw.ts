@@ -3,7 +3,7 @@
  * (/v1/track micro-batches, CSV import chunks, /v1/send). They run through `Q` inside the caller's
  * transaction, and decide with the same planner as the Kysely path (planUpsert).
  */
-import type { Q } from "../db/raw";
+import { multiRowInsert, type Q } from "../db/raw";
 import type { Data } from "./data-rules";
 import { newContactRow, normalizeContactEmail, planUpsert, updatedContactRow, type ContactRow, type UpsertInput } from "./contacts";
 import { newEventId, type RecordedEvent } from "./events";
@@ -23,8 +23,6 @@ const INSERT_CONTACT =
   "INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)";
 // pending_confirmation * (1 - subscribed): a subscribe ends a pending double opt-in.
 const UPDATE_CONTACT = "UPDATE contacts SET subscribed = ?, data = ?, updated_at = ?, pending_confirmation = pending_confirmation * (1 - ?) WHERE id = ?";
-const INSERT_EVENT =
-  "INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)";
 
 export interface RawUpsertResult {
   contact: ContactRow;
@@ -91,15 +89,7 @@ export async function upsertContactRaw(q: Q, now: number, input: UpsertInput, op
 
 /** Chunks of multi-row INSERT INTO events (7 parameters a row: well under either engine's limit). */
 const EVENTS_PER_STATEMENT = 500;
-const insertEventsSql = new Map<number, string>();
-function insertEventsText(n: number): string {
-  let t = insertEventsSql.get(n);
-  if (!t) {
-    t = "INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at) VALUES " + Array(n).fill("(?, ?, ?, ?, ?, ?, ?)").join(", ");
-    insertEventsSql.set(n, t);
-  }
-  return t;
-}
+const insertEventsText = multiRowInsert("INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at)", 7);
 
 /**
  * Several events in as few statements as possible, in the given order (ids are UUIDv7 taken in that
@@ -125,21 +115,19 @@ export async function insertEventsRaw(
   return ids;
 }
 
+/** One event: insertEventsRaw with one row. */
 export async function insertEventRaw(
   q: Q,
   now: number,
   ev: { projectId: string; contactId: string; name: string; data?: Data | null; emailId?: string | null },
 ): Promise<string> {
-  const id = newEventId(now);
-  const data = ev.data && Object.keys(ev.data).length ? JSON.stringify(ev.data) : null;
-  await q.run(INSERT_EVENT, [id, ev.projectId, ev.contactId, ev.name, data, ev.emailId ?? null, now]);
-  return id;
+  return (await insertEventsRaw(q, now, [ev]))[0]!;
 }
 
 // ---- PostgreSQL's set-based batch (the /v1/track hot path) -------------------------------------------
 // On PostgreSQL every statement is a round trip inside the writer's turn, so a batch of tracks reads
-// every contact at once and writes the new contacts, the changed ones and the events in one statement
-// each (arrays through unnest). The planning stays the per-row planner's (audience/track.ts).
+// every contact at once and writes the new contacts and the changed ones in one statement each (arrays
+// through unnest), and the events with insertEventsRaw. The planning stays the per-row planner's (audience/track.ts).
 
 /** A contact's key in a batch: its project and lower-cased email. */
 export interface ContactKey {
@@ -155,9 +143,6 @@ const INSERT_CONTACTS_PG =
 // pending_confirmation * (1 - a): `a` is 1 when any of the batch's writes of the contact subscribed it (as the per-row UPDATE does write by write).
 const UPDATE_CONTACTS_PG =
   "UPDATE contacts SET subscribed = v.s, data = v.d::jsonb, updated_at = v.u, pending_confirmation = contacts.pending_confirmation * (1 - v.a) FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[]) AS v(id, s, d, u, a) WHERE contacts.id = v.id";
-// In the given order: a BEFORE trigger numbers events for the feed as they are inserted.
-const INSERT_EVENTS_PG =
-  "INSERT INTO events (id, project_id, contact_id, name, data, email_id, created_at) SELECT id, p, c, n, d::jsonb, NULL, t FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[]) WITH ORDINALITY AS v(id, p, c, n, d, t, o) ORDER BY o";
 
 /** PostgreSQL: the stored contacts of `keys` (one statement). */
 export async function contactsByEmailPg(q: Q, keys: readonly ContactKey[]): Promise<ContactRow[]> {
@@ -189,19 +174,4 @@ export async function updateContactsPg(q: Q, rows: readonly { row: ContactRow; s
     rows.map((r) => r.row.updated_at),
     rows.map((r) => (r.subscribedOnce ? 1 : 0)),
   ]);
-}
-
-/** PostgreSQL: inserts events in the given order (one statement); answers their ids. */
-export async function insertEventsPg(q: Q, now: number, events: readonly { projectId: string; contactId: string; name: string; data?: Data | null }[]): Promise<string[]> {
-  if (!events.length) return [];
-  const ids = events.map(() => newEventId(now));
-  await q.run(INSERT_EVENTS_PG, [
-    ids,
-    events.map((e) => e.projectId),
-    events.map((e) => e.contactId),
-    events.map((e) => e.name),
-    events.map((e) => (e.data && Object.keys(e.data).length ? JSON.stringify(e.data) : null)),
-    events.map(() => now),
-  ]);
-  return ids;
 }

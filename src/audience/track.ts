@@ -14,7 +14,7 @@ import { atomic, type Q } from "../db/raw";
 import type { AppContext } from "../context";
 import type { Data } from "./data-rules";
 import type { RecordedEvent } from "./events";
-import { contactsByEmailPg, insertContactsPg, insertEventRaw, insertEventsPg, updateContactsPg, upsertContactRaw } from "./raw";
+import { contactsByEmailPg, insertContactsPg, insertEventRaw, insertEventsRaw, updateContactsPg, upsertContactRaw } from "./raw";
 import { newContactRow, normalizeContactEmail, planUpsert, updatedContactRow, type ContactRow } from "./contacts";
 import { SegmentFollower, type FollowPlan } from "./segments/follow";
 import { scheduleRecount } from "./segments/recount";
@@ -107,7 +107,7 @@ export async function applyTracksPg(q: Q, now: number, inputs: readonly TrackInp
 
   await insertContactsPg(q, [...inserted.values()]);
   await updateContactsPg(q, [...updated.values()]);
-  const ids = await insertEventsPg(q, now, events);
+  const ids = await insertEventsRaw(q, now, events);
   return perTrack.map((t) => {
     const recorded = events.slice(t.from, t.to).map((e, i) => ({ ...e, eventId: ids[t.from + i]! }));
     return { contactId: t.contactId, eventId: recorded[recorded.length - 1]!.eventId, createdAt: now, events: recorded };
@@ -122,7 +122,7 @@ interface Pending {
 
 /** The indexes of `items` by project and address (stable: one contact's tracks keep their order). */
 function lockOrder(items: readonly Pending[]): number[] {
-  const keys = items.map((p) => `${p.input.projectId}\u0000${p.input.email.toLowerCase()}`);
+  const keys = items.map((p) => `${p.input.projectId}\u0000${normalizeContactEmail(p.input.email)}`);
   return keys.map((_, i) => i).sort((a, b) => (keys[a]! < keys[b]! ? -1 : keys[a]! > keys[b]! ? 1 : a - b));
 }
 

@@ -83,3 +83,18 @@ export function qOf(db: Kysely<any>, engine: "sqlite" | "postgres"): Q {
 export function atomic<T>(db: Kysely<any>, engine: "sqlite" | "postgres", fn: (q: Q, trx: Kysely<any>) => Promise<T>): Promise<T> {
   return db.transaction().execute((trx) => fn(qOf(trx, engine), trx));
 }
+
+/**
+ * A multi-row insert for `n` rows: `head` (the owner's `INSERT INTO table (columns)`) followed by `n`
+ * tuples of `columns` parameters, the text cached per row count. The hot paths' multi-row inserts
+ * (emails, events) chunk their rows and ask for each chunk's text.
+ */
+export function multiRowInsert(head: string, columns: number): (n: number) => string {
+  const tuple = `(${Array(columns).fill("?").join(", ")})`;
+  const texts = new Map<number, string>();
+  return (n) => {
+    let t = texts.get(n);
+    if (!t) texts.set(n, (t = `${head} VALUES ${Array(n).fill(tuple).join(", ")}`));
+    return t;
+  };
+}

@@ -51,6 +51,18 @@ function copies(domain: string): Map<string, number> {
   return m;
 }
 
+/** Nothing stays claimed once the leases end (live instances may hold a claim for a moment). */
+async function expectNothingClaimed(): Promise<void> {
+  const url = (await peers.databaseUrl())!;
+  const rows = await waitFor(() => claimedRows(url), {
+    until: (r) => r.emailsLocked === 0 && r.emailsSending === 0 && r.jobsLocked === 0 && r.webhooksLocked === 0,
+    intervalMs: 100,
+    timeoutMs: 2 * LEASE_MS,
+    what: "no row claimed",
+  });
+  expect(rows).toEqual({ emailsLocked: 0, emailsSending: 0, jobsLocked: 0, webhooksLocked: 0, jobs: [] });
+}
+
 /** The Message-ID header of a raw message. */
 function messageIdOf(raw: Buffer): string {
   const m = /^message-id:\s*(<[^>]+>)/im.exec(raw.subarray(0, 16_384).toString("latin1"));
@@ -253,14 +265,7 @@ test.skipIf(!PG)("three instances: kill -9 two mid-send, start one back: one mes
   expect((await must(peers.next()(`/workflows/${flow.id}/executions?pageSize=1`, { key }), 200)).total).toBe(DELAYS);
 
   // Nothing stays claimed after the leases end (live instances may hold a claim for a moment).
-  const url = (await peers.databaseUrl())!;
-  const rows = await waitFor(() => claimedRows(url), {
-    until: (r) => r.emailsLocked === 0 && r.emailsSending === 0 && r.jobsLocked === 0 && r.webhooksLocked === 0,
-    intervalMs: 100,
-    timeoutMs: 2 * LEASE_MS,
-    what: "no row claimed",
-  });
-  expect(rows).toEqual({ emailsLocked: 0, emailsSending: 0, jobsLocked: 0, webhooksLocked: 0, jobs: [] });
+  await expectNothingClaimed();
   firstDone = true;
 }, 240_000);
 
@@ -287,13 +292,6 @@ test.skipIf(!PG)("a rolling restart of all three (SIGTERM one at a time) during 
   expect(rollRcpts.filter((r) => !got.has(r))).toEqual([]);
   expect([...got.entries()].filter(([, n]) => n > 1)).toEqual([]);
   expect(got.size).toBe(ROLLING);
-  const url = (await peers.databaseUrl())!;
-  const rows = await waitFor(() => claimedRows(url), {
-    until: (r) => r.emailsLocked === 0 && r.emailsSending === 0 && r.jobsLocked === 0 && r.webhooksLocked === 0,
-    intervalMs: 100,
-    timeoutMs: 2 * LEASE_MS,
-    what: "no row claimed",
-  });
-  expect(rows).toEqual({ emailsLocked: 0, emailsSending: 0, jobsLocked: 0, webhooksLocked: 0, jobs: [] });
+  await expectNothingClaimed();
   console.log(`rolling restart: ${ROLLING} recipients, one message each, ${((Date.now() - t) / 1000).toFixed(1)}s; whole file ${elapsed()}`);
 }, 120_000);

@@ -3,7 +3,7 @@
 // the commit call wakeOutbox(ctx). A row is due when next_attempt_at <= now.
 // One email insert (insertEmailsRaw: chunks of multi-row VALUES on the caller's transaction, the hot
 // /v1/send and fan-out paths; insertEmailRaw is its one-row call); insertEmails runs it on a Kysely transaction.
-import { qOf, type Q } from "../../db/raw";
+import { multiRowInsert, qOf, type Q } from "../../db/raw";
 import { dialect } from "../../db/dialect";
 import type { Insertable, Kysely, Transaction } from "kysely";
 import type { DB } from "../../db";
@@ -121,7 +121,7 @@ export async function insertEmails(db: Db, now: number, hostname: string, rows: 
   return insertEmailsRaw(qOf(db, dialect().engine), now, hostname, rows, recorded);
 }
 
-// ---- raw flavour (inside ctx.store.exclusive, within one sqlite transaction) --------------------
+// ---- raw flavour (through `Q`, on the caller's transaction) ---------------------------------------
 
 const CONTENT_COLUMNS = ["id", "project_id", "subject", "html", "text", "from_email", "from_name", "reply_to", "type", "headers", "attachments", "created_at", "track_opens"] as const;
 const EMAIL_COLUMNS = [
@@ -144,9 +144,7 @@ const EMAIL_COLUMNS = [
   "updated_at",
   "priority",
 ] as const;
-const insertSql = (table: string, cols: readonly string[]) => `INSERT INTO ${table} (${cols.join(", ")}) VALUES (${cols.map(() => "?").join(", ")})`;
-const INSERT_CONTENT = insertSql("email_contents", CONTENT_COLUMNS);
-const INSERT_EMAIL = insertSql("emails", EMAIL_COLUMNS);
+const INSERT_CONTENT = multiRowInsert(`INSERT INTO email_contents (${CONTENT_COLUMNS.join(", ")})`, CONTENT_COLUMNS.length)(1);
 
 export async function insertContentRaw(q: Q, now: number, c: NewContent): Promise<string> {
   const id = Bun.randomUUIDv7();
@@ -162,16 +160,7 @@ export async function insertEmailRaw(q: Q, now: number, hostname: string, e: New
 
 /** Rows per multi-row INSERT INTO emails: 18 parameters a row, well under PostgreSQL's 65,535 and SQLite's 32,766. */
 const EMAILS_PER_STATEMENT = 500;
-const insertEmailsSql = new Map<number, string>([[1, INSERT_EMAIL]]);
-const EMAIL_TUPLE = `(${EMAIL_COLUMNS.map(() => "?").join(", ")})`;
-function insertEmailsText(n: number): string {
-  let t = insertEmailsSql.get(n);
-  if (!t) {
-    t = `INSERT INTO emails (${EMAIL_COLUMNS.join(", ")}) VALUES ${Array(n).fill(EMAIL_TUPLE).join(", ")}`;
-    insertEmailsSql.set(n, t);
-  }
-  return t;
-}
+const insertEmailsText = multiRowInsert(`INSERT INTO emails (${EMAIL_COLUMNS.join(", ")})`, EMAIL_COLUMNS.length);
 
 /**
  * THE email insert: rows (built by emailRow) in chunks of multi-row VALUES, in the caller's

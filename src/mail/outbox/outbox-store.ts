@@ -246,6 +246,7 @@ async function systemSigningProject(q: Q, domain: string): Promise<string | null
  * (their row was still SENDING) are returned for their audience side (bounces.ts).
  */
 async function writeOutcomes(q: Q, now: number, outcomes: Settled[]): Promise<{ recorded: RecordedEvent[]; bounced: Settled[] }> {
+  if (q.engine === "postgres") return writeOutcomesSetBased(q, now, outcomes);
   const delivered =
     // An open or click recorded while the row was SENDING (a scanner faster than our commit) keeps its status.
     `UPDATE emails SET status = CASE WHEN clicked_at IS NOT NULL THEN 'CLICKED' WHEN opened_at IS NOT NULL THEN 'OPENED' ELSE ? END,
@@ -271,7 +272,6 @@ async function writeOutcomes(q: Q, now: number, outcomes: Settled[]): Promise<{ 
   const cancelledQ =
     `UPDATE emails SET status = 'CANCELLED', last_reply = ?, lease_until = NULL, locked_by = NULL, next_attempt_at = NULL, updated_at = ?
      WHERE id = ? AND status = 'SENDING'`;
-  if (q.engine === "postgres") return writeOutcomesSetBased(q, now, outcomes);
   const recorded: RecordedEvent[] = [];
   const bounced: Settled[] = [];
     for (const o of outcomes) {
